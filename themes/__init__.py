@@ -1,0 +1,1 @@
+"""Theme files (YAML) shipped with yolotui and registered with the TUI at start."""

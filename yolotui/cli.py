@@ -1,0 +1,94 @@
+"""Entry point `yolotui`: a table of subcommands, each in its own module under `yolotui.commands`.
+
+Only the chosen subcommand's module is imported, so `yolotui ls` stays fast; every module provides
+`add_arguments(parser)` and `run(args) -> int`. With no subcommand the TUI opens on the home screen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from yolotui import __version__
+from yolotui.errors import UserError
+
+# name -> (module under yolotui.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "tui": ("tui", "open the terminal UI (the default when no command is given)"),
+    "attach": ("attach", "open a run's live dashboard"),
+    "demo": ("demo", "generate demo data, start a short detached training run and follow it"),
+    "train": ("train", "start YOLOv9 training, detached under the supervisor (train_dual.py flags)"),
+    "resume": ("resume", "resume, or extend with --epochs, an interrupted or finished run"),
+    "finetune": ("finetune", "start a new run initialised from another run's weights"),
+    "val": ("val", "validate weights on a data set: P, R, mAP50, mAP50-95"),
+    "exec": ("exec_cmd", "supervise any command as a detached run"),
+    "ls": ("ls", "list runs"),
+    "status": ("status", "show a run's status"),
+    "logs": ("logs", "print a run's train.log"),
+    "stop": ("stop", "stop a run gracefully (checkpoint, then exit)"),
+    "save": ("save", "ask a running trainer to write a checkpoint now"),
+    "doctor": ("doctor", "diagnose a run or checkpoint before resuming"),
+    "gpu": ("gpu", "GPU readings: temperature, memory, utilisation, power"),
+    "check-data": ("check_data", "check a data set's images and labels"),
+    "demo-data": ("demo_data", "generate the demo data set of coloured shapes"),
+    "model-info": ("model_info", "layers, parameters and GFLOPs of a model config"),
+    "service": ("service", "install a systemd user unit that resumes interrupted runs at boot"),
+}
+
+
+def _load(command: str):
+    module_name, _ = COMMANDS[command]
+    return importlib.import_module(f"yolotui.commands.{module_name}")
+
+
+def build_parser(selected: str | None) -> argparse.ArgumentParser:
+    """The top-level parser; only `selected`'s arguments are filled in (all of them when None)."""
+    parser = argparse.ArgumentParser(prog="yolotui", description="Train YOLOv9 over SSH, supervised and resumable.")
+    parser.add_argument("--version", action="version", version=f"yolotui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, help_text) in COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if selected is None or name == selected:
+            try:
+                _load(name).add_arguments(sub_parser)
+            except ModuleNotFoundError:
+                pass
+    return parser
+
+
+def _selected_command(argv: Sequence[str]) -> str | None:
+    for token in argv:
+        if token in COMMANDS:
+            return token
+        if not token.startswith("-"):
+            return None
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv`, run the chosen subcommand, and turn UserError into a one-line message."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("--theme")):
+        argv = ["tui", *argv]
+    selected = _selected_command(argv)
+    parser = build_parser(selected)
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 0
+    try:
+        module = _load(args.command)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("yolotui.commands"):
+            print(f"yolotui: '{args.command}' is not available in this build", file=sys.stderr)
+            return 2
+        raise
+    try:
+        return int(module.run(args) or 0)
+    except UserError as exc:
+        print(f"yolotui: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,1 @@
+"""YOLO-format data sets: data.yaml, label checks, deterministic augmentation, loaders, demo data."""

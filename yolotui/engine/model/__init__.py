@@ -1,0 +1,1 @@
+"""YOLOv9 and GELAN models: building blocks, heads, the YAML builder and the shipped configs."""

@@ -1,0 +1,81 @@
+"""status.json: written only by the supervisor, atomically; read by everyone, with the derived state.
+
+Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started, updated, ended,
+exit_code, exit_signal, failure_class, message, command, backend, attempts (history: one dict per attempt
+with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
+remedies (what was applied before the current attempt).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from yolotui.runs import lock
+from yolotui.runs.atomic import atomic_write_json, read_json
+from yolotui.runs.layout import INTERRUPTED, LIVE_STATES, QUEUED, STATUS_JSON
+
+
+@dataclass
+class RunStatus:
+    """The supervisor's record of a run; `state` here is as written, see `effective_state`."""
+
+    name: str = ""
+    run_dir: str = ""
+    state: str = QUEUED
+    attempt: int = 0
+    max_attempts: int = 1
+    supervisor_pid: int | None = None
+    trainer_pid: int | None = None
+    started: float | None = None
+    updated: float | None = None
+    ended: float | None = None
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    failure_class: str | None = None
+    message: str | None = None
+    command: list[str] = field(default_factory=list)
+    backend: str = "exec"
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    remedies: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunStatus:
+        """Build from a parsed status.json, ignoring keys this version does not know."""
+        known = {name for name in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form."""
+        return asdict(self)
+
+
+def status_path(run_dir: Path) -> Path:
+    """Where a run's status.json lives."""
+    return Path(run_dir) / STATUS_JSON
+
+
+def read_status(run_dir: Path) -> RunStatus | None:
+    """The run's status as written, or None when there is no readable status.json."""
+    data = read_json(status_path(run_dir))
+    if not isinstance(data, dict):
+        return None
+    return RunStatus.from_dict(data)
+
+
+def write_status(run_dir: Path, status: RunStatus) -> None:
+    """Atomically replace the run's status.json, stamping `updated`."""
+    status.updated = time.time()
+    atomic_write_json(status_path(run_dir), status.to_dict())
+
+
+def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
+    """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`."""
+    status = status if status is not None else read_status(run_dir)
+    if status is None:
+        return INTERRUPTED if not lock.is_held(run_dir) else QUEUED
+    if status.state in LIVE_STATES and not lock.is_held(run_dir):
+        return INTERRUPTED
+    return status.state

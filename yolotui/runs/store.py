@@ -1,0 +1,64 @@
+"""Creating run directories: name checks and the official numbering (`exp`, `exp2`, `exp3` ...)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from yolotui.errors import UserError
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def validate_name(name: str) -> str:
+    """Return `name` if it is a safe single folder name, else raise UserError saying why."""
+    if not name or not name.strip():
+        raise UserError("run name is empty: give --name a folder name such as 'exp'")
+    if _CONTROL.search(name):
+        raise UserError(f"run name {name!r} contains control characters: use letters, digits, '-', '_' or '.'")
+    if "/" in name or "\\" in name or (os.sep in name):
+        raise UserError(f"run name {name!r} contains a path separator: use --project for the parent folder")
+    if name in (".", "..") or ".." in name:
+        raise UserError(f"run name {name!r} contains '..': use a plain folder name")
+    return name
+
+
+def next_free_path(project: Path, name: str) -> Path:
+    """`project/name`, or the first free `project/name2`, `name3` ... as the official trainer numbers them."""
+    base = Path(project) / name
+    if not base.exists():
+        return base
+    n = 2
+    while (Path(project) / f"{name}{n}").exists():
+        n += 1
+    return Path(project) / f"{name}{n}"
+
+
+def check_writable(project: Path) -> None:
+    """Raise UserError unless `project` exists as a writable folder or can be created."""
+    project = Path(project)
+    probe = project
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UserError(f"project folder {project}: {probe} is not a folder; choose another --project")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UserError(f"project folder {project} is not writable: choose another --project or fix its permissions")
+
+
+def create_run_dir(project: Path, name: str, exist_ok: bool = False) -> Path:
+    """Create and return the run folder `project/name` (numbered unless `exist_ok`), with weights/."""
+    validate_name(name)
+    check_writable(project)
+    path = Path(project) / name if exist_ok else next_free_path(project, name)
+    try:
+        (path / "weights").mkdir(parents=True, exist_ok=exist_ok)
+    except FileExistsError:
+        # Another launcher took the same number between our check and mkdir: take the next one.
+        return create_run_dir(project, name, exist_ok)
+    except OSError as exc:
+        raise UserError(f"cannot create run folder {path}: {exc.strerror}; choose another --project") from exc
+    return path.resolve()
