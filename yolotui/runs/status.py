@@ -1,7 +1,7 @@
 """status.json: written only by the supervisor, atomically; read by everyone, with the derived state.
 
 Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started, updated, ended,
-exit_code, exit_signal, failure_class, message, command, backend, attempts (history: one dict per attempt
+exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
 remedies (what was applied before the current attempt).
 """
@@ -38,6 +38,7 @@ class RunStatus:
     message: str | None = None
     command: list[str] = field(default_factory=list)
     backend: str = "exec"
+    device: str | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
     remedies: list[dict[str, Any]] = field(default_factory=list)
 

@@ -1,0 +1,1 @@
+"""Shipped configuration files (model YAMLs, hyperparameters) as torch-free package data."""

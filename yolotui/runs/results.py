@@ -1,0 +1,85 @@
+"""results.csv: one row per finished epoch, with the official YOLOv9 header and 20-wide formatting."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from yolotui.runs.atomic import atomic_write_text
+
+RESULT_KEYS = (
+    "train/box_loss",
+    "train/cls_loss",
+    "train/dfl_loss",
+    "metrics/precision",
+    "metrics/recall",
+    "metrics/mAP_0.5",
+    "metrics/mAP_0.5:0.95",
+    "val/box_loss",
+    "val/cls_loss",
+    "val/dfl_loss",
+    "x/lr0",
+    "x/lr1",
+    "x/lr2",
+)
+HEADER = ("epoch", *RESULT_KEYS)
+
+
+def header_line() -> str:
+    """The header row as the official trainer writes it."""
+    return ",".join(f"{name:>20s}" for name in HEADER) + "\n"
+
+
+def format_row(epoch: int, values: Sequence[float]) -> str:
+    """One row: the 0-based epoch then the 13 values, each `%20.5g`."""
+    if len(values) != len(RESULT_KEYS):
+        raise ValueError(f"results row needs {len(RESULT_KEYS)} values, got {len(values)}")
+    return ",".join("%20.5g" % v for v in (epoch, *values)) + "\n"
+
+
+def append_row(path: Path, epoch: int, values: Sequence[float]) -> None:
+    """Append a row, writing the header first when the file is new or empty."""
+    path = Path(path)
+    line = format_row(epoch, values)
+    if not path.exists() or path.stat().st_size == 0:
+        line = header_line() + line
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("ascii"))
+    finally:
+        os.close(fd)
+
+
+def read_rows(path: Path) -> list[dict[str, float]]:
+    """Parse results.csv into dicts keyed by the header names; a torn or malformed row is skipped."""
+    try:
+        text = Path(path).read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return []
+    lines = text.split("\n")
+    if not lines or not lines[0].strip():
+        return []
+    names = [name.strip() for name in lines[0].split(",")]
+    rows: list[dict[str, float]] = []
+    complete = lines[1:-1] if not text.endswith("\n") else lines[1:]
+    for line in complete:
+        cells = line.split(",")
+        if len(cells) != len(names):
+            continue
+        try:
+            rows.append({name: float(cell) for name, cell in zip(names, cells)})
+        except ValueError:
+            continue
+    return rows
+
+
+def truncate_after(path: Path, last_epoch: int) -> int:
+    """Drop rows whose epoch is above `last_epoch` (a resume from an earlier checkpoint); returns rows kept."""
+    rows = read_rows(path)
+    kept = [row for row in rows if row["epoch"] <= last_epoch]
+    if len(kept) == len(rows) and Path(path).exists():
+        return len(kept)
+    text = header_line() + "".join(format_row(int(r["epoch"]), [r[k] for k in RESULT_KEYS]) for r in kept)
+    atomic_write_text(Path(path), text)
+    return len(kept)
