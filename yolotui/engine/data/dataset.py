@@ -130,7 +130,9 @@ class YoloDataset(Dataset):
         rng = sample_rng(self.seed, self.epoch, index)
         hyp = self.hyp
         ratio_pad = None
-        if self.mosaic and rng.random() < hyp["mosaic"]:
+        # Always draw, so that mosaic switched off equals hyp mosaic=0 and later draws do not shift.
+        use_mosaic = rng.random() < hyp["mosaic"]
+        if self.mosaic and use_mosaic:
             img, boxes, shape0 = self._mosaic(index, rng)
             if rng.random() < hyp["mixup"]:
                 other_img, other_boxes, _ = self._mosaic(int(rng.integers(0, len(self))), rng)
