@@ -32,6 +32,7 @@ def report(tmp_path_factory):
 def _epoch_batches(report, workers, epoch, start_batch=0, mosaic=True, seed=7):
     ds = YoloDataset(report, imgsz=64, augment=True, hyp=HYP, seed=seed)
     loader = build_loader(ds, BATCH, workers=workers, shuffle=True, seed=seed, start_batch=start_batch)
+    assert loader.num_workers == workers
     set_loader_epoch(loader, epoch, mosaic)
     return [(b["img"].numpy().tobytes(), b["targets"].numpy().tobytes(), b["indices"]) for b in loader]
 

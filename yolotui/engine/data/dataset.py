@@ -59,8 +59,10 @@ class YoloDataset(Dataset):
         if imgsz % stride:
             raise UserError(f"image size {imgsz} is not a multiple of the model stride {stride}; use "
                             f"{(imgsz // stride + 1) * stride}")
-        if cache not in (None, "", "ram", "disk") and cache is not False:
-            raise UserError(f"--cache must be 'ram' (or unset), got {cache!r}")
+        if cache is True:  # `--cache` given without a value, as in the official trainer
+            cache = "ram"
+        if cache not in (None, False, "", "none", "ram"):
+            raise UserError(f"--cache {cache}: only 'ram' is supported (or leave --cache out)")
         self.paths = [str(p) for p, _ in pairs]
         self.labels = [np.asarray(lb, dtype=np.float32).reshape(-1, 5) for _, lb in pairs]
         self.imgsz = int(imgsz)
