@@ -8,6 +8,7 @@ call something beyond tensors and plain values, so nothing in the file runs.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -34,6 +35,16 @@ def _summary(value: Any) -> dict[str, Any]:
     return out
 
 
+def _reason(message: str) -> str:
+    """The informative line of torch's (long, coloured) refusal message."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).strip() for line in message.splitlines()]
+    lines = [line for line in lines if line]
+    for line in lines:
+        if "Unsupported global" in line or "WeightsUnpickler error" in line:
+            return line
+    return lines[0] if lines else "load failed"
+
+
 def deep_check(path: str) -> dict[str, Any]:
     """torch.load(path, weights_only=True) on the CPU; {'ok': bool, 'error': str | None, ...}."""
     import torch
@@ -41,8 +52,7 @@ def deep_check(path: str) -> dict[str, Any]:
     try:
         value = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - the refusal itself is the answer
-        first = str(exc).strip().splitlines()
-        return {"ok": False, "error": f"{type(exc).__name__}: {first[0] if first else ''}"[:400],
+        return {"ok": False, "error": f"{type(exc).__name__}: {_reason(str(exc))}"[:400],
                 "torch": str(torch.__version__)}
     return {"ok": True, "error": None, "torch": str(torch.__version__), **_summary(value)}
 
