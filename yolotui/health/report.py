@@ -72,6 +72,14 @@ def format_age(seconds: float | None) -> str:
     return f"{seconds / 86400:.1f} d"
 
 
+def format_size(size: int) -> str:
+    """'812 B', '3.4 kB', '101.2 MB', '1.3 GB'."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
 def _planned_epochs(run_dir: Path) -> int | None:
     from yolotui.health.drift import _load_yaml
 
@@ -161,7 +169,7 @@ def _verdict_lines(label: str, verdict: CheckpointVerdict) -> list[str]:
         if verdict.best_fitness is not None:
             facts.append(f"best fitness {verdict.best_fitness:.4f}")
         if verdict.size is not None:
-            facts.append(f"{verdict.size / 1e6:.1f} MB")
+            facts.append(format_size(verdict.size))
         if verdict.age_s is not None:
             facts.append(f"{format_age(verdict.age_s)} old")
         if verdict.kind and verdict.kind != "unknown":
@@ -199,8 +207,8 @@ def render_text(diagnosis: RunDiagnosis) -> str:
         lines.append(f"env       torch {env.get('torch') or '-'}, torchvision {env.get('torchvision') or '-'}, "
                      f"CUDA {env.get('cuda') or '-'}, {gpu}" + ("  (cached probe)" if diagnosis.environment.cached else ""))
         for issue in diagnosis.environment.issues:
-            lines.append(f"          {issue.severity}: {issue.what}: {_short(issue.recorded)} -> {_short(issue.now)}: "
-                         f"{issue.advice}")
+            change = f"{_short(issue.recorded)} -> {_short(issue.now)}: " if issue.recorded is not None else ""
+            lines.append(f"          {issue.severity}: {issue.what}: {change}{issue.advice}")
     if diagnosis.logind is not None:
         lines.append(f"logout    {diagnosis.logind.strategy}: {diagnosis.logind.advice}")
     if diagnosis.deep is not None:
