@@ -153,3 +153,26 @@ def test_doctor_deep_loads_a_good_checkpoint(tmp_path, cli_env, yolotui_cmd):
     report = json.loads(proc.stdout)
     assert report["verdict"] == "resumable"
     assert report["deep"]["ok"] is True and "optimizer" in report["deep"]["keys"]
+
+
+def test_opt_keys_added_by_a_writer_are_not_drift_but_removed_ones_are(tmp_path):
+    run = make_run(tmp_path)
+    opt = yaml.safe_load((run / "opt.yaml").read_text())
+    opt["cache"] = "ram"  # a default a newer writer adds
+    opt["save_dir"] = str(run)
+    del opt["seed"]
+    (run / "opt.yaml").write_text(yaml.safe_dump(opt))
+    assert [(i.key, i.was, i.now) for i in check_drift(run)] == [("seed", 0, None)]
+
+
+def test_start_event_config_is_the_opt_baseline_without_a_checkpoint(tmp_path):
+    run = make_run(tmp_path)
+    for name in ("last.pt", "best.pt", "last.pt.json", "best.pt.json"):
+        (run / "weights" / name).unlink()
+    (run / "events.jsonl").unlink()
+    EventWriter(run / "events.jsonl", attempt=1).emit("start", config={"epochs": 10, "batch_size": 8}, devices=["cpu"])
+    opt = yaml.safe_load((run / "opt.yaml").read_text())
+    (run / "opt.yaml").write_text(yaml.safe_dump(dict(opt, batch_size=4)))
+    assert [(i.file, i.key, i.was, i.now) for i in check_drift(run)] == [("opt.yaml", "batch_size", 8, 4)]
+    diagnosis = diagnose_run(run, environment=False, logind=False)
+    assert diagnosis.recommended == "restart" and diagnosis.last.verdict == "missing"

@@ -94,3 +94,12 @@ def test_logind_falls_back_to_conf_files_and_linger_dir(tmp_path):
 def test_logind_on_this_machine_does_not_crash():
     info = check_logind()
     assert info.strategy in (SETSID, SCOPE, AT_RISK) and info.advice
+
+
+def test_a_cpu_run_is_not_flagged_for_missing_gpu():
+    recorded = recorded_environment({"torch": "2.14.1+cu130"}, {"world_size": 1, "devices": ["cpu"]})
+    no_gpu = dict(CURRENT, cuda_available=False, device_count=0, devices=[])
+    issues = {i.what: i for i in compare_environment(recorded, no_gpu)}
+    assert issues["gpu"].severity == "info" and "gpus" not in issues
+    gpu_run = recorded_environment(None, {"world_size": 1, "devices": ["NVIDIA H200"]})
+    assert {i.what: i for i in compare_environment(gpu_run, no_gpu)}["gpu"].severity == "error"

@@ -1,7 +1,9 @@
 """Config drift: opt.yaml, hyp.yaml and the data set's YAML now, against what the run started with.
 
 Baselines, first found wins:
-- opt.yaml: the checkpoint's `opt` dict (what the trainer last used), else the first `start` event's `opt`.
+- opt.yaml: the checkpoint's `opt` dict (what the trainer last used), else the first `start` event's `opt`,
+  else its `config` summary. Keys only opt.yaml has are not drift (writers add defaults); `resume`,
+  `save_dir` and the inlined `hyp` are left out.
 - hyp.yaml: the checkpoint's `hyp` (official checkpoints: `opt['hyp']`), else the start event's `hyp`.
 - data YAML: recorded at start, in run.yaml as `data_sha256` (hex sha256 of the file's bytes) and
   `data_config` (its parsed mapping); the trainer copies both into its `start` event. The hash says
@@ -20,7 +22,7 @@ from yolotui.runs.layout import EVENTS_JSONL, HYP_YAML, OPT_YAML, RUN_YAML
 
 DATA_SHA256_KEY = "data_sha256"
 DATA_CONFIG_KEY = "data_config"
-IGNORED_OPT_KEYS = frozenset({"resume", "hyp"})  # `hyp` is compared as hyp.yaml
+IGNORED_OPT_KEYS = frozenset({"resume", "hyp", "save_dir"})  # `hyp` is compared as hyp.yaml
 WHOLE_FILE = "(file)"
 
 
@@ -84,13 +86,16 @@ def _normalise(value: Any) -> Any:
     return value
 
 
-def diff_mappings(file: str, was: dict[str, Any], now: dict[str, Any], ignore: frozenset[str] = frozenset()) -> \
-        list[DriftItem]:
-    """Keys whose values differ between two mappings (nested keys dotted), sorted by key."""
+def diff_mappings(file: str, was: dict[str, Any], now: dict[str, Any], ignore: frozenset[str] = frozenset(),
+                  new_keys: bool = True) -> list[DriftItem]:
+    """Keys whose values differ between two mappings (nested keys dotted), sorted by key.
+
+    `new_keys=False` leaves out keys only `now` has (opt.yaml writers add defaults the baseline lacks).
+    """
     flat_was = {k: v for k, v in _flatten(was).items() if k.split(".")[0] not in ignore}
     flat_now = {k: v for k, v in _flatten(now).items() if k.split(".")[0] not in ignore}
     items = []
-    for key in sorted(set(flat_was) | set(flat_now)):
+    for key in sorted(set(flat_was) | (set(flat_now) if new_keys else set())):
         a, b = flat_was.get(key), flat_now.get(key)
         if _normalise(a) != _normalise(b) or (key in flat_was) != (key in flat_now):
             items.append(DriftItem(file, key, a, b))
@@ -122,8 +127,8 @@ def _resolve_data_path(value: str, run_dir: Path, run_yaml: dict[str, Any]) -> P
     return bases[0] / candidate
 
 
-def _compare_file(file: str, path: Path, baseline: dict[str, Any] | None, ignore: frozenset[str] = frozenset()) -> \
-        list[DriftItem]:
+def _compare_file(file: str, path: Path, baseline: dict[str, Any] | None, ignore: frozenset[str] = frozenset(),
+                  new_keys: bool = True) -> list[DriftItem]:
     if baseline is None:
         return []
     now, problem = _load_yaml(path)
@@ -131,7 +136,7 @@ def _compare_file(file: str, path: Path, baseline: dict[str, Any] | None, ignore
         return [DriftItem(file, WHOLE_FILE, "present", problem)]
     if not isinstance(now, dict):
         return [DriftItem(file, WHOLE_FILE, "a mapping", type(now).__name__)]
-    return diff_mappings(file, baseline, now, ignore)
+    return diff_mappings(file, baseline, now, ignore, new_keys)
 
 
 def check_drift(run_dir: Path, checkpoint_opt: dict[str, Any] | None = None,
@@ -147,12 +152,12 @@ def check_drift(run_dir: Path, checkpoint_opt: dict[str, Any] | None = None,
     start = first_start_event(run_dir)
     run_yaml, _ = _load_yaml(run_dir / RUN_YAML)
     run_yaml = run_yaml if isinstance(run_yaml, dict) else {}
-    opt_base = checkpoint_opt if isinstance(checkpoint_opt, dict) else start.get("opt")
+    opt_base = checkpoint_opt if isinstance(checkpoint_opt, dict) else (start.get("opt") or start.get("config"))
     hyp_base = checkpoint_hyp if isinstance(checkpoint_hyp, dict) else start.get("hyp")
     if hyp_base is None and isinstance(opt_base, dict) and isinstance(opt_base.get("hyp"), dict):
         hyp_base = opt_base["hyp"]
     items = _compare_file(OPT_YAML, run_dir / OPT_YAML, opt_base if isinstance(opt_base, dict) else None,
-                          IGNORED_OPT_KEYS)
+                          IGNORED_OPT_KEYS, new_keys=False)
     items += _compare_file(HYP_YAML, run_dir / HYP_YAML, hyp_base if isinstance(hyp_base, dict) else None)
     items += _data_drift(run_dir, run_yaml, start)
     return items

@@ -130,6 +130,17 @@ def _major_minor(version: Any) -> str | None:
     return ".".join(parts[:2])
 
 
+def recorded_used_gpu(recorded: dict[str, Any] | None) -> bool:
+    """Whether the run trained on a GPU: a recorded device that is not the CPU (names as the trainer emits them)."""
+    if not recorded:
+        return False
+    if recorded.get("cuda_available"):
+        return True
+    names = [d.get("name") if isinstance(d, dict) else d for d in recorded.get("devices") or []]
+    names.append(recorded.get("device"))
+    return any(isinstance(n, str) and n.strip() and n.strip().lower() not in ("cpu", "mps") for n in names)
+
+
 def compare_environment(recorded: dict[str, Any] | None, current: dict[str, Any]) -> list[EnvIssue]:
     """What differs between the environment the run recorded and `current`, and what it means."""
     issues: list[EnvIssue] = []
@@ -140,8 +151,7 @@ def compare_environment(recorded: dict[str, Any] | None, current: dict[str, Any]
     if current.get("error"):
         issues.append(EnvIssue("probe", None, current["error"], "warning", "part of the environment is unreadable"))
     if not current.get("cuda_available"):
-        used_gpu = bool(recorded and (recorded.get("cuda_available") or recorded.get("devices")
-                                      or str(recorded.get("device", "")).startswith("cuda")))
+        used_gpu = recorded_used_gpu(recorded)
         issues.append(EnvIssue("gpu", "CUDA" if used_gpu else None, "none", "error" if used_gpu else "info",
                                "no CUDA GPU visible now: a resume would run on the CPU (very slow)"
                                if used_gpu else "no CUDA GPU visible: training runs on the CPU"))
@@ -159,6 +169,8 @@ def compare_environment(recorded: dict[str, Any] | None, current: dict[str, Any]
     if was_cuda and now_cuda and str(was_cuda) != str(now_cuda):
         issues.append(EnvIssue("cuda", was_cuda, now_cuda, "info", "CUDA runtime changed: results may differ slightly"))
     was_count = recorded.get("world_size") or len(recorded.get("devices") or [])
+    if not recorded_used_gpu(recorded):
+        was_count = 0
     now_count = int(current.get("device_count") or 0)
     if isinstance(was_count, int) and was_count > 1 and now_count and now_count < was_count:
         issues.append(EnvIssue("gpus", was_count, now_count, "warning",
