@@ -123,7 +123,7 @@ def test_doctor_cli_by_name_from_the_index(tmp_path, cli_env, yolotui_cmd):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["run_dir"] == str(run.resolve())
     missing = doctor(cli_env, yolotui_cmd, "no-such-run")
-    assert missing.returncode == 2 and "no run" in missing.stderr and len(missing.stderr.splitlines()) == 1
+    assert missing.returncode == 2 and "no-such-run" in missing.stderr and len(missing.stderr.splitlines()) == 1
 
 
 def test_doctor_on_a_text_file_exits_1(tmp_path, cli_env, yolotui_cmd):
