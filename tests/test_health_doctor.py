@@ -176,3 +176,14 @@ def test_start_event_config_is_the_opt_baseline_without_a_checkpoint(tmp_path):
     assert [(i.file, i.key, i.was, i.now) for i in check_drift(run)] == [("opt.yaml", "batch_size", 8, 4)]
     diagnosis = diagnose_run(run, environment=False, logind=False)
     assert diagnosis.recommended == "restart" and diagnosis.last.verdict == "missing"
+
+
+def test_doctor_accepts_the_weights_folder_and_refuses_a_plain_folder(tmp_path, cli_env, yolotui_cmd):
+    run = make_run(tmp_path)
+    proc = doctor(cli_env, yolotui_cmd, str(run / "weights"), "--json", "--no-env")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["run_dir"] == str(run)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    refused = doctor(cli_env, yolotui_cmd, str(plain))
+    assert refused.returncode == 2 and "plain" in refused.stderr

@@ -23,19 +23,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_target(value: str) -> Path:
-    """A path as given, else a run name looked up in the index (the jobs stream's resolve_run when present)."""
+    """A checkpoint file as given; else a run folder (a path, or a name from the index via resolve_run)."""
     path = Path(value).expanduser()
-    if path.exists():
+    if path.is_file():
         return path
+    if path.is_dir() and path.name == "weights" and any((path / n).exists() for n in ("last.pt", "best.pt")):
+        return path.parent
     try:
-        from yolotui.runs.resolve import resolve_run  # written by the jobs stream
+        from yolotui.runs.resolve import resolve_run  # the jobs stream's resolver
     except ImportError:
-        resolve_run = None
-    if resolve_run is not None:
-        return Path(resolve_run(value))
+        return _resolve_locally(value, path)
+    return Path(resolve_run(value))
+
+
+def _resolve_locally(value: str, path: Path) -> Path:
+    """Fallback resolver: an existing folder, else a unique name in the index."""
     from yolotui.errors import UserError
     from yolotui.runs import index
 
+    if path.is_dir():
+        return path
     matches = [Path(e.path) for e in index.entries() if e.name == value or Path(e.path).name == value]
     unique = list(dict.fromkeys(matches))
     if len(unique) == 1:
@@ -73,8 +80,6 @@ def run(args: argparse.Namespace) -> int:
                 text += f"deep      torch.load(weights_only=True) {state}\n"
             sys.stdout.write(text)
         return 0 if verdict.verdict in (RESUMABLE, FINISHED) else 1
-    if target.is_dir() and target.name == "weights" and not (target / "weights").is_dir():
-        target = target.parent
     diagnosis = diagnose_run(target, environment=not args.no_env)
     if args.deep:
         chosen = diagnosis.recommended_checkpoint or str(Path(diagnosis.last.path))
