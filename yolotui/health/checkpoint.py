@@ -52,6 +52,7 @@ STORAGE_ITEM_BYTES = {
     "UntypedStorage": 1, "ComplexFloatStorage": 8, "ComplexDoubleStorage": 16,
 }
 LEGACY_TORCH_MAGIC = 0x1950A86A20F9469CFC6C
+MAX_PICKLE_BYTES = 512 * 1024 * 1024  # data.pkl of real checkpoints is KBs to a few MB
 
 
 @dataclass
@@ -315,6 +316,8 @@ def _inspect_once(path: Path, verify_hash: bool) -> CheckpointInfo:
                 info.torn = True
                 info.error = f"CRC mismatch in {', '.join(container.bad_crc[:3])}" + (
                     f" and {len(container.bad_crc) - 3} more" if len(container.bad_crc) > 3 else "")
+            elif len(container.pickle_bytes) > MAX_PICKLE_BYTES:
+                info.error = f"data.pkl is {len(container.pickle_bytes) / 1e6:.0f} MB: too large to be a checkpoint's"
             else:
                 result = scan_pickle(container.pickle_bytes)
                 missing = _check_storages(result.persistent_ids, container.members, container.prefix)
@@ -324,7 +327,10 @@ def _inspect_once(path: Path, verify_hash: bool) -> CheckpointInfo:
                     info.error = missing[0]
         elif head[:1] == b"\x80":
             info.container = "pickle"
-            result = _scan_plain_pickle(info, path.read_bytes())
+            if info.size > MAX_PICKLE_BYTES:
+                info.error = "a bare pickle too large to scan: not a checkpoint yolotui can read"
+            else:
+                result = _scan_plain_pickle(info, path.read_bytes())
         else:
             info.error = "not a checkpoint: neither a torch zip archive nor a pickle"
     except ContainerError as exc:
