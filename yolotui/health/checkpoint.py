@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from yolotui.health.container import ContainerError, looks_like_zip, read_container
+from yolotui.health.container import ContainerError, has_zip_end_record, looks_like_zip, read_container
 from yolotui.health.pickle_scan import Call, Global, PersistentRef, PickleScanError, plain, scan_pickle
 
 YOLOTUI = "yolotui"
@@ -307,7 +307,7 @@ def _inspect_once(path: Path, verify_hash: bool) -> CheckpointInfo:
         return info
     result = None
     try:
-        if looks_like_zip(head):
+        if looks_like_zip(head) or (head[:1] != b"\x80" and has_zip_end_record(path)):
             info.container = "zip"
             container = read_container(path)
             info.bad_members = list(container.bad_crc)

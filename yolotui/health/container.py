@@ -38,6 +38,18 @@ def looks_like_zip(head: bytes) -> bool:
     return head.startswith(ZIP_MAGIC) or (0 < len(head) < 4 and ZIP_MAGIC.startswith(head))
 
 
+def has_zip_end_record(path: Path) -> bool:
+    """True when the file ends with a zip end-of-central-directory record (a zip whose start is damaged)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - 22 - 65535))
+            tail = handle.read()
+    except OSError:
+        return False
+    return b"PK\x05\x06" in tail
+
+
 def _member_data(view: mmap.mmap, info: zipfile.ZipInfo, file_size: int) -> tuple[int, int]:
     """Offset and length of a stored member's bytes, checked against its local header."""
     start = info.header_offset
@@ -62,6 +74,16 @@ def read_container(path: Path, check_crc: bool = True) -> Container:
 
     Raises ContainerError for a torn or damaged archive (the message says which member and how).
     """
+    try:
+        return _read_container(path, check_crc)
+    except ContainerError:
+        raise
+    except (struct.error, NotImplementedError, RuntimeError, ValueError, EOFError, zlib.error) as exc:
+        # A damaged directory entry can claim any compression, flag or size.
+        raise ContainerError(f"zip directory damaged: {exc}") from exc
+
+
+def _read_container(path: Path, check_crc: bool) -> Container:
     result = Container()
     file_size = os.path.getsize(path)
     with open(path, "rb") as handle:

@@ -117,6 +117,16 @@ def _make_call(func: Any, args: Any) -> Any:
 
 def scan_pickle(data: bytes, max_opcodes: int = 20_000_000) -> ScanResult:
     """Walk the pickle in `data` symbolically and return its top-level value; PickleScanError if torn."""
+    try:
+        return _walk(data, max_opcodes)
+    except PickleScanError:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, MemoryError) as exc:
+        # Damaged bytes can make any argument malformed (bad UTF-8, unhashable keys ...): all mean "torn".
+        raise PickleScanError(f"malformed pickle ({type(exc).__name__}: {exc})") from exc
+
+
+def _walk(data: bytes, max_opcodes: int) -> ScanResult:
     stack: list[Any] = []
     memo: dict[int, Any] = {}
     globals_seen: set[Global] = set()
