@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +27,8 @@ def fsync_dir(folder: Path) -> None:
 @contextmanager
 def atomic_open(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
     """Open a temporary file beside `path`; on a clean exit flush, fsync and `os.replace` it into place."""
+    import tempfile  # here, not at the top: `yolotui ls` never writes and should not pay for it
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -65,6 +66,7 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 def read_json(path: Path) -> Any | None:
     """Read a JSON file written by `atomic_write_json`; None when it is absent or unreadable."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as handle:
+            return json.loads(handle.read())
     except (OSError, ValueError):
         return None
