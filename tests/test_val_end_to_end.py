@@ -66,7 +66,7 @@ def relabel_from_predictions(data_root: Path, predictions_json: Path, ground_tru
             cy = min(max((y + h / 2 + dy) / height, 0.05), 0.95)
             nw, nh = min(w / width, 2 * min(cx, 1 - cx)), min(h / height, 2 * min(cy, 1 - cy))
             lines.append(f"{p['category_id']} {cx:.6f} {cy:.6f} {nw:.6f} {nh:.6f}")
-        lines.append(f"0 0.9 0.9 0.1 0.1")  # an object nothing detects
+        lines.append("0 0.9 0.9 0.1 0.1")  # an object nothing detects
         label = data_root / "labels" / "val" / (Path(image["file_name"]).stem + ".txt")
         label.write_text("\n".join(lines) + "\n")
         written += len(lines)
