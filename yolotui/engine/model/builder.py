@@ -12,6 +12,7 @@ Every mistake is reported as a UserError naming the file, the layer index and wh
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import re
@@ -23,8 +24,8 @@ from torch import nn
 
 from yolotui.engine.model.blocks import ELAN1, SPPELAN, RepNBottleneck, RepNCSP, RepNCSPELAN4
 from yolotui.engine.model.conv import (
-    ADown,
     AConv,
+    ADown,
     CBFuse,
     CBLinear,
     Concat,
@@ -299,22 +300,24 @@ def _probe_layers(model: YoloModel, ch_in: int, source: str) -> list[float]:
     return [PROBE_SIZE / m.shape[-2] for m in maps]
 
 
-def build_model(cfg: str | Path | dict, nc: int | None = None, ch: int = 3) -> YoloModel:
+def build_model(cfg: str | Path | dict, nc: int | None = None, ch: int = 3,
+                device: str | torch.device | None = None) -> YoloModel:
     """A YoloModel from a config dict, a YAML path, or a shipped config name ('yolov9-s').
 
-    `nc` overrides the config's class count. Works under `torch.device('meta')` (no memory, no init cost)
-    for counting parameters and FLOPs.
+    `nc` overrides the config's class count. `device='meta'` builds without memory or initialisation
+    (for counting, or before loading a state dict after `model.materialize()`).
     """
     d, source = load_model_yaml(cfg)
     if nc is not None:
         d["nc"] = int(nc)
     _check_top_level(d, source)
     act = _parse_activation(d.get("activation"), source)
-    with default_activation(act):
-        layers = parse_layers(d, ch, source)
     d.pop("yaml_file", None)
     d["ch"] = ch
-    model = YoloModel(layers, d, backbone_layers=len(d["backbone"]))
+    placement = torch.device(device) if device is not None else contextlib.nullcontext()
+    with default_activation(act), placement:
+        layers = parse_layers(d, ch, source)
+        model = YoloModel(layers, d, backbone_layers=len(d["backbone"]))
     strides = _probe(model, ch, source)
     model.set_strides(strides)
     model.detect.bias_init(strides)
