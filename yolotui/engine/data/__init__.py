@@ -1,1 +1,13 @@
-"""YOLO-format data sets: data.yaml, label checks, deterministic augmentation, loaders, demo data."""
+"""YOLO-format data sets: data.yaml, label checks, deterministic augmentation, loaders, demo data.
+
+The torch-free parts (data.yaml, image listing, label checks, demo data) live in yolotui.datasets;
+this package adds the augmenting dataset, the deterministic sampler and the loader.
+"""
+
+from yolotui.engine.data.augment import AUGMENT_DEFAULTS, letterbox
+from yolotui.engine.data.dataset import YoloDataset, sample_rng
+from yolotui.engine.data.loader import build_loader, collate_batch, mosaic_for_epoch, set_loader_epoch
+from yolotui.engine.data.sampler import DeterministicSampler
+
+__all__ = ["AUGMENT_DEFAULTS", "DeterministicSampler", "YoloDataset", "build_loader", "collate_batch", "letterbox",
+           "mosaic_for_epoch", "sample_rng", "set_loader_epoch"]

@@ -1,0 +1,158 @@
+"""YoloDataset: checked images and labels -> augmented (train) or letterboxed (val) samples.
+
+Each sample is a pure function of (seed, epoch, index): its randomness comes from a numpy Generator
+seeded with exactly those numbers, never from global RNG state, so worker count, worker order and the
+batch an epoch was resumed at cannot change it. `set_epoch(epoch, mosaic)` must be called before each
+epoch's iteration (workers are started per epoch and copy the dataset then); passing the mosaic flag
+explicitly is what keeps close_mosaic right on a resumed run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import cv2
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from yolotui.datasets import CheckReport, DataConfig, check_labels, list_images
+from yolotui.engine.data.augment import (
+    AUGMENT_DEFAULTS,
+    augment_hsv,
+    letterbox,
+    mixup,
+    mosaic_canvas,
+    random_affine,
+    xywhn_to_xyxy,
+    xyxy_to_xywhn,
+)
+from yolotui.errors import UserError
+
+_SAMPLE_STREAM = 0x5A3  # tells sample generators apart from the sampler's
+
+
+def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
+    """The Generator that drives every random choice of sample `index` in `epoch`."""
+    return np.random.default_rng([int(seed) & 0xFFFFFFFFFFFF, int(epoch), int(index), _SAMPLE_STREAM])
+
+
+class YoloDataset(Dataset):
+    """Images and labels of one split, with the official augmentation when `augment` is on.
+
+    items: a CheckReport (its usable images) or a sequence of (image path, labels [n, 5] normalised).
+    hyp: augmentation keys of hyp.scratch-high.yaml (missing keys take the official values).
+    cache: None, or 'ram' to decode and resize every image once, up front.
+    A sample is (img uint8 [3, S, S] RGB, labels float [n, 5] (cls, cx, cy, w, h normalised), path,
+    (h0, w0), ratio_pad ((ratio_h, ratio_w), (pad_w, pad_h)) or None for a mosaic, index).
+    """
+
+    def __init__(self, items: CheckReport | Sequence[tuple[str, np.ndarray]], imgsz: int = 640,
+                 augment: bool = False, hyp: dict[str, Any] | None = None, seed: int = 0,
+                 cache: str | None = None, stride: int = 32) -> None:
+        pairs = items.usable if isinstance(items, CheckReport) else list(items)
+        if not pairs:
+            raise UserError("no usable image in this data set; run `yolotui check-data` to see why")
+        if imgsz % stride:
+            raise UserError(f"image size {imgsz} is not a multiple of the model stride {stride}; use "
+                            f"{(imgsz // stride + 1) * stride}")
+        if cache not in (None, "", "ram", "disk") and cache is not False:
+            raise UserError(f"--cache must be 'ram' (or unset), got {cache!r}")
+        self.paths = [str(p) for p, _ in pairs]
+        self.labels = [np.asarray(lb, dtype=np.float32).reshape(-1, 5) for _, lb in pairs]
+        self.imgsz = int(imgsz)
+        self.augment = bool(augment)
+        self.hyp = {**AUGMENT_DEFAULTS, **{k: float(v) for k, v in (hyp or {}).items() if k in AUGMENT_DEFAULTS}}
+        self.seed = int(seed)
+        self.stride = stride
+        self.epoch = 0
+        self.mosaic = self.augment
+        self._ram: list[tuple[np.ndarray, tuple[int, int]]] | None = None
+        if cache == "ram":
+            self.cache_ram()
+
+    @classmethod
+    def from_config(cls, config: DataConfig, split: str, min_items: int = 0, **kwargs: Any) -> YoloDataset:
+        """Check the labels of `config`'s `split` (cached) and build a dataset of its usable images."""
+        report = check_labels(list_images(config.split(split)), config.nc, min_items=min_items)
+        report.require_usable(f"{config.yaml_path} '{split}'")
+        return cls(report, **kwargs)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def set_epoch(self, epoch: int, mosaic: bool = True) -> None:
+        """Select the epoch (it seeds every sample) and whether mosaic is on (off for close_mosaic)."""
+        self.epoch = int(epoch)
+        self.mosaic = bool(mosaic) and self.augment
+
+    def cache_ram(self) -> None:
+        """Decode and resize every image once into memory (`--cache ram`)."""
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            self._ram = list(pool.map(self._read_resized, range(len(self))))
+
+    def _read_resized(self, index: int) -> tuple[np.ndarray, tuple[int, int]]:
+        path = self.paths[index]
+        im = cv2.imread(path, cv2.IMREAD_COLOR)
+        if im is None:
+            raise UserError(f"{path}: cannot read image (changed since the label check?); run "
+                            "`yolotui check-data` again")
+        h0, w0 = im.shape[:2]
+        ratio = self.imgsz / max(h0, w0)
+        if ratio != 1:
+            interp = cv2.INTER_LINEAR if (self.augment or ratio > 1) else cv2.INTER_AREA
+            im = cv2.resize(im, (max(1, int(w0 * ratio)), max(1, int(h0 * ratio))), interpolation=interp)
+        return im, (h0, w0)
+
+    def load_image(self, index: int) -> tuple[np.ndarray, tuple[int, int]]:
+        """The image resized so its long side is imgsz (BGR), and its original (h0, w0)."""
+        if self._ram is not None:
+            im, shape0 = self._ram[index]
+            return im.copy(), shape0
+        return self._read_resized(index)
+
+    def _mosaic(self, index: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
+        size = self.imgsz
+        centre = (int(rng.uniform(size // 2, 2 * size - size // 2)), int(rng.uniform(size // 2, 2 * size - size // 2)))
+        picks = [index, *rng.integers(0, len(self), 3).tolist()]
+        picks = [picks[i] for i in rng.permutation(4)]
+        loaded = {i: self.load_image(i) for i in set(picks)}
+        canvas, boxes = mosaic_canvas([(loaded[i][0], self.labels[i]) for i in picks], size, centre)
+        hyp = self.hyp
+        img, boxes = random_affine(canvas, boxes, rng, hyp["degrees"], hyp["translate"], hyp["scale"],
+                                   hyp["shear"], hyp["perspective"], border=(-(size // 2), -(size // 2)))
+        return img, boxes, loaded[index][1]
+
+    def __getitem__(self, index: int):
+        rng = sample_rng(self.seed, self.epoch, index)
+        hyp = self.hyp
+        ratio_pad = None
+        if self.mosaic and rng.random() < hyp["mosaic"]:
+            img, boxes, shape0 = self._mosaic(index, rng)
+            if rng.random() < hyp["mixup"]:
+                other_img, other_boxes, _ = self._mosaic(int(rng.integers(0, len(self))), rng)
+                img, boxes = mixup(img, boxes, other_img, other_boxes, rng)
+        else:
+            im, shape0 = self.load_image(index)
+            h, w = im.shape[:2]
+            img, ratio, (pad_w, pad_h) = letterbox(im, self.imgsz, scaleup=self.augment)
+            ratio_pad = ((h * ratio / shape0[0], w * ratio / shape0[1]), (pad_w, pad_h))
+            boxes = xywhn_to_xyxy(self.labels[index], w * ratio, h * ratio, pad_w, pad_h)
+            if self.augment:
+                img, boxes = random_affine(img, boxes, rng, hyp["degrees"], hyp["translate"], hyp["scale"],
+                                           hyp["shear"], hyp["perspective"])
+        labels = xyxy_to_xywhn(boxes, img.shape[1], img.shape[0])
+        if self.augment:
+            augment_hsv(img, rng, hyp["hsv_h"], hyp["hsv_s"], hyp["hsv_v"])
+            if rng.random() < hyp["flipud"]:
+                img = np.flipud(img)
+                labels[:, 2] = 1 - labels[:, 2]
+            if rng.random() < hyp["fliplr"]:
+                img = np.fliplr(img)
+                labels[:, 1] = 1 - labels[:, 1]
+        chw = np.ascontiguousarray(img.transpose(2, 0, 1)[::-1])  # HWC BGR -> CHW RGB
+        return (torch.from_numpy(chw), torch.from_numpy(labels.astype(np.float32)).reshape(-1, 5),
+                self.paths[index], tuple(shape0), ratio_pad, int(index))
