@@ -47,7 +47,7 @@ def make_data(folder: Path, n_train: int = 8, n_val: int = 4, img: int = 64) -> 
     return Path(make_demo_dataset(Path(folder), n_train=n_train, n_val=n_val, img=img, seed=0))
 
 
-def make_run(tmp: Path, name: str = "run", data: Path | None = None, **opt: Any) -> Path:
+def make_run(tmp: Path, name: str = "run", data: Path | None = None, hyp: dict | None = None, **opt: Any) -> Path:
     """A run folder with opt.yaml and hyp.yaml as `yolotui train` writes them (no launch)."""
     from yolotui.commands._launch import write_run_files
     from yolotui.config import default_options, load_hyp, validate_options
@@ -60,8 +60,7 @@ def make_run(tmp: Path, name: str = "run", data: Path | None = None, **opt: Any)
     options, _ = validate_options(default_options(**{**base, **opt}))
     run_dir = tmp / "runs" / name
     (run_dir / "weights").mkdir(parents=True, exist_ok=True)
-    hyp = {**load_hyp(resolve_hyp(None)), **TEST_HYP_OVERRIDES}
-    write_run_files(run_dir, options, hyp)
+    write_run_files(run_dir, options, {**load_hyp(resolve_hyp(None)), **TEST_HYP_OVERRIDES, **(hyp or {})})
     return run_dir
 
 

@@ -83,8 +83,8 @@ def versions() -> dict[str, Any]:
     """Software versions recorded in every checkpoint."""
     return {
         "yolotui": __version__,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
+        "torch": str(torch.__version__),
+        "cuda": str(torch.version.cuda) if torch.version.cuda else None,
         "python": platform.python_version(),
     }
 

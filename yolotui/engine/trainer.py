@@ -187,6 +187,8 @@ class Trainer:
 
     def setup(self) -> None:
         """Read options, data and model; restore a checkpoint when one exists."""
+        for stale in self.weights_dir.glob(".*.tmp"):  # temp files of a write killed before its replace
+            stale.unlink(missing_ok=True)
         self._load_options()
         seed_everything(int(self.opt["seed"]) + 1, deterministic=True)
         self.device = select_device(str(self.opt.get("device", "")))
