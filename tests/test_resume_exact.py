@@ -1,4 +1,8 @@
-"""Exact resume: a run killed (SIGKILL, SIGTERM, twice) and resumed ends bit-identical to one never stopped."""
+"""Exact resume: a run killed (SIGKILL, SIGTERM, twice) and resumed ends bit-identical to one never stopped.
+
+Each trainer subprocess pays the torch + torchvision import (~10 s on a loaded 2-core machine), so the SIGTERM and
+killed-twice variants are marked slow; the SIGKILL one runs by default.
+"""
 
 from __future__ import annotations
 
@@ -65,6 +69,7 @@ def test_sigkill_after_mid_epoch_checkpoint_then_resume_is_exact(tmp_path, data,
     _check_finished_like(run_dir, reference)
 
 
+@pytest.mark.slow
 def test_sigterm_checkpoints_stops_and_resumes_exactly(tmp_path, data, reference):
     run_dir = make_run(tmp_path, "termed", data=data, hyp=HYP, **{**RUN, "save_period_min": 10.0})
     proc = start_trainer(run_dir)
@@ -83,6 +88,7 @@ def test_sigterm_checkpoints_stops_and_resumes_exactly(tmp_path, data, reference
     _check_finished_like(run_dir, reference)
 
 
+@pytest.mark.slow
 def test_killed_twice_then_resumed_is_exact(tmp_path, data, reference):
     run_dir = make_run(tmp_path, "twice", data=data, hyp=HYP, **RUN)
     proc = start_trainer(run_dir)
