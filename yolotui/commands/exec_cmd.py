@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from yolotui.errors import UserError
-    from yolotui.runs.launcher import launch
+    from yolotui.runs.launcher import check_command, launch
     from yolotui.runs.store import create_run_dir, validate_name
 
     command = list(args.cmd_argv)
@@ -38,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_restarts < 0:
         raise UserError(f"--max-restarts must be 0 or more (got {args.max_restarts})")
     validate_name(args.name)
+    check_command(command)
     run_dir = create_run_dir(Path(args.project), args.name, exist_ok=args.exist_ok)
     extra = {"save_signal": True} if args.save_signal else None
     launch(run_dir, command, name=run_dir.name, backend="exec", max_attempts=args.max_restarts + 1, extra=extra)

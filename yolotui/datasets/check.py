@@ -220,6 +220,8 @@ def _load_cache(path: Path, key: str, count: int) -> list[dict[str, Any]] | None
 def _save_cache(path: Path, key: str, entries: list[dict[str, Any]]) -> bool:
     from yolotui.runs.atomic import atomic_write_text
 
+    if not path.parent.is_dir():
+        return False  # never create folders inside the user's data set just for the cache
     try:
         atomic_write_text(path, json.dumps({"version": CACHE_VERSION, "key": key, "entries": entries}))
     except OSError:

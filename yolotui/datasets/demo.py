@@ -89,7 +89,8 @@ def _iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
     return inter / union if union > 0 else 0.0
 
 
-def make_demo_image(seed: int, split: str, index: int, size: int) -> tuple[np.ndarray, list[tuple[int, float, ...]]]:
+def make_demo_image(seed: int, split: str, index: int,
+                    size: int) -> tuple[np.ndarray, list[tuple[int, float, float, float, float]]]:
     """One demo image (BGR uint8) and its labels [(cls, cx, cy, w, h) normalised]."""
     rng = np.random.default_rng([seed, _SPLIT_SALT.get(split, 2), index])
     img = _background(rng, size)

@@ -46,11 +46,14 @@ def box_iou_np(boxes1: np.ndarray, boxes2: np.ndarray) -> np.ndarray:
 
 
 def match_detections(det_boxes: np.ndarray, det_scores: np.ndarray, gt_boxes: np.ndarray,
-                     iou_thresholds: np.ndarray = IOU_THRESHOLDS) -> tuple[np.ndarray, np.ndarray]:
-    """COCO greedy matching of one image's detections of one class to its ground truth of that class.
+                     iou_thresholds: np.ndarray = IOU_THRESHOLDS, det_cls: np.ndarray | None = None,
+                     gt_cls: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """COCO greedy matching of one image's detections to its ground truth.
 
-    Returns `(order, true_positive)`: `order` the detections best score first (stable), and
-    `true_positive [len(order), T]` whether each matched a box at each IoU threshold.
+    With `det_cls` and `gt_cls` a detection only matches boxes of its own class (classes never compete,
+    so one pass over all classes equals COCO's pass per class). Returns `(order, true_positive)`: `order`
+    the detections best score first (stable, as COCO sorts), and `true_positive [len(order), T]` whether
+    each matched a box at each IoU threshold.
     """
     order = np.argsort(-np.asarray(det_scores, dtype=np.float64), kind="mergesort")
     num_thresholds = len(iou_thresholds)
@@ -58,13 +61,14 @@ def match_detections(det_boxes: np.ndarray, det_scores: np.ndarray, gt_boxes: np
     if len(order) == 0 or len(gt_boxes) == 0:
         return order, true_positive
     ious = box_iou_np(np.asarray(det_boxes)[order], gt_boxes)  # [D, G]
+    if det_cls is not None and gt_cls is not None:
+        same_class = np.asarray(det_cls)[order][:, None] == np.asarray(gt_cls)[None, :]
+        ious = np.where(same_class, ious, 0.0)
     thresholds = np.minimum(np.asarray(iou_thresholds, dtype=np.float64), 1 - 1e-10)[:, None]  # [T, 1]
     matched = np.zeros((num_thresholds, ious.shape[1]), dtype=bool)
-    lowest = thresholds.min()
     threshold_index = np.arange(num_thresholds)
-    for d, row in enumerate(ious):
-        if row.max() < lowest:
-            continue
+    for d in np.flatnonzero(ious.max(1) >= thresholds.min()):  # the rest miss at every threshold
+        row = ious[d]
         candidates = (row[None, :] >= thresholds) & ~matched  # [T, G]
         if not candidates.any():
             continue
@@ -73,6 +77,18 @@ def match_detections(det_boxes: np.ndarray, det_scores: np.ndarray, gt_boxes: np
         matched[threshold_index[hit], best[hit]] = True
         true_positive[d, hit] = True
     return order, true_positive
+
+
+def best_per_class(scores: np.ndarray, classes: np.ndarray, limit: int | None) -> np.ndarray:
+    """Indices of the `limit` best-scored detections of each class (all when None), in input order."""
+    if limit is None or len(scores) <= limit:
+        return np.arange(len(scores))
+    by_class = np.lexsort((-np.asarray(scores, dtype=np.float64), classes))  # class, then best first (stable)
+    sorted_classes = classes[by_class]
+    group_start = np.flatnonzero(np.r_[True, sorted_classes[1:] != sorted_classes[:-1]])
+    group_sizes = np.diff(np.r_[group_start, len(sorted_classes)])
+    rank = np.arange(len(sorted_classes)) - np.repeat(group_start, group_sizes)
+    return np.sort(by_class[rank < limit])
 
 
 def coco_average_precision(true_positive: np.ndarray, num_gt: int) -> float:
@@ -214,16 +230,14 @@ class DetectionMetrics:
         present = present[(present >= 0) & (present < len(self._images_per_class))]
         self._images_per_class[present] += 1
         det_cls = detections[:, 5].astype(np.int64)
-        for cls in np.unique(det_cls):
-            mine = detections[det_cls == cls]
-            # COCO keeps the best maxDets per image and category, then matches those.
-            mine = mine[np.argsort(-mine[:, 4], kind="mergesort")[:self.max_det_per_class]]
-            boxes, scores = mine[:, :4], mine[:, 4]
-            order, true_positive = match_detections(boxes, scores, ground_truth[gt_cls == cls, 1:5],
-                                                    self.iou_thresholds)
-            self._tp.append(true_positive)
-            self._conf.append(scores[order])
-            self._pred_cls.append(np.full(len(order), cls, dtype=np.int64))
+        # COCO keeps the best maxDets per image and category, then matches those.
+        keep = best_per_class(detections[:, 4], det_cls, self.max_det_per_class)
+        detections, det_cls = detections[keep], det_cls[keep]
+        order, true_positive = match_detections(detections[:, :4], detections[:, 4], ground_truth[:, 1:5],
+                                                self.iou_thresholds, det_cls, gt_cls)
+        self._tp.append(true_positive)
+        self._conf.append(detections[order, 4])
+        self._pred_cls.append(det_cls[order])
 
     def compute(self) -> dict:
         """Metrics over everything added so far (see the class docstring)."""

@@ -53,8 +53,10 @@ def session_guard(argv: list[str], run_dir: Path) -> tuple[list[str], str | None
     return argv, None
 
 
-def _check_command(command: Sequence[str], cwd: Path, env: dict[str, str]) -> list[str]:
+def check_command(command: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> list[str]:
     """The command as a list of strings; UserError when it is empty or its program cannot be found."""
+    cwd = Path.cwd() if cwd is None else Path(cwd)
+    env = env or {}
     argv = [str(part) for part in command]
     if not argv or not argv[0]:
         raise UserError("no command given: put it after '--', e.g. yolotui exec -- python train.py")
@@ -112,7 +114,7 @@ def launch(
         raise UserError(f"max attempts must be at least 1 (got {max_attempts})")
     env = {str(k): str(v) for k, v in (env or {}).items()}
     workdir = Path(cwd).resolve() if cwd is not None else Path.cwd()
-    argv = _check_command(command, workdir, env)
+    argv = check_command(command, workdir, env)
     extra = dict(extra or {})
     clash = RESERVED_KEYS.intersection(extra)
     if clash:

@@ -6,8 +6,14 @@ this package adds the augmenting dataset, the deterministic sampler and the load
 
 from yolotui.engine.data.augment import AUGMENT_DEFAULTS, letterbox
 from yolotui.engine.data.dataset import YoloDataset, sample_rng
-from yolotui.engine.data.loader import build_loader, collate_batch, mosaic_for_epoch, set_loader_epoch
+from yolotui.engine.data.loader import (
+           build_loader,
+           collate_batch,
+           default_workers,
+           mosaic_for_epoch,
+           set_loader_epoch,
+)
 from yolotui.engine.data.sampler import DeterministicSampler
 
-__all__ = ["AUGMENT_DEFAULTS", "DeterministicSampler", "YoloDataset", "build_loader", "collate_batch", "letterbox",
-           "mosaic_for_epoch", "sample_rng", "set_loader_epoch"]
+__all__ = ["AUGMENT_DEFAULTS", "DeterministicSampler", "YoloDataset", "build_loader", "collate_batch",
+           "default_workers", "letterbox", "mosaic_for_epoch", "sample_rng", "set_loader_epoch"]

@@ -136,7 +136,7 @@ def mixup(im: np.ndarray, labels: np.ndarray, im2: np.ndarray, labels2: np.ndarr
           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Blend two images with a Beta(32, 32) weight and keep both label sets."""
     weight = rng.beta(32.0, 32.0)
-    blended = (im.astype(np.float32) * weight + im2.astype(np.float32) * (1 - weight)).astype(np.uint8)
+    blended = cv2.addWeighted(im, float(weight), im2, float(1 - weight), 0.0)
     return blended, np.concatenate((labels, labels2), 0)
 
 

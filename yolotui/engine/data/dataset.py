@@ -59,8 +59,10 @@ class YoloDataset(Dataset):
         if imgsz % stride:
             raise UserError(f"image size {imgsz} is not a multiple of the model stride {stride}; use "
                             f"{(imgsz // stride + 1) * stride}")
-        if cache not in (None, "", "ram", "disk") and cache is not False:
-            raise UserError(f"--cache must be 'ram' (or unset), got {cache!r}")
+        if cache is True:  # `--cache` given without a value, as in the official trainer
+            cache = "ram"
+        if cache not in (None, False, "", "none", "ram"):
+            raise UserError(f"--cache {cache}: only 'ram' is supported (or leave --cache out)")
         self.paths = [str(p) for p, _ in pairs]
         self.labels = [np.asarray(lb, dtype=np.float32).reshape(-1, 5) for _, lb in pairs]
         self.imgsz = int(imgsz)
@@ -130,7 +132,9 @@ class YoloDataset(Dataset):
         rng = sample_rng(self.seed, self.epoch, index)
         hyp = self.hyp
         ratio_pad = None
-        if self.mosaic and rng.random() < hyp["mosaic"]:
+        # Always draw, so that mosaic switched off equals hyp mosaic=0 and later draws do not shift.
+        use_mosaic = rng.random() < hyp["mosaic"]
+        if self.mosaic and use_mosaic:
             img, boxes, shape0 = self._mosaic(index, rng)
             if rng.random() < hyp["mixup"]:
                 other_img, other_boxes, _ = self._mosaic(int(rng.integers(0, len(self))), rng)

@@ -50,13 +50,18 @@ def build_loader(dataset: YoloDataset, batch_size: int, workers: int = 8, shuffl
     sampler.set_epoch(epoch)
     if start_batch:
         sampler.skip(start_batch * batch_size)
-    workers = max(0, min(int(workers), os.cpu_count() or 1, batch_size))
+    workers = max(0, min(int(workers), batch_size))  # the caller caps by CPU count (default_workers)
     kwargs: dict[str, Any] = {}
     if workers:
         kwargs = {"worker_init_fn": _init_worker, "prefetch_factor": 2}
     return DataLoader(dataset, batch_size=batch_size, sampler=sampler, num_workers=workers,
                       pin_memory=torch.cuda.is_available(), collate_fn=collate_batch, drop_last=drop_last,
                       persistent_workers=False, **kwargs)
+
+
+def default_workers(requested: int = 8, world_size: int = 1) -> int:
+    """The official rule for --workers: no more than the CPUs each rank gets."""
+    return max(0, min(int(requested), (os.cpu_count() or 1) // max(world_size, 1)))
 
 
 def set_loader_epoch(loader: DataLoader, epoch: int, mosaic: bool = True) -> None:
