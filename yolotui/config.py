@@ -154,7 +154,10 @@ def resolve_cfg(value: str | Path) -> Path:
         return path
     if resolver is None:
         raise UserError(f"--cfg {value}: no such file")
-    return Path(resolver(str(value)))
+    try:
+        return Path(resolver(str(value)))
+    except UserError as exc:
+        raise UserError(f"--cfg: {exc}") from None
 
 
 def resolve_weights(value: str | Path) -> Path:

@@ -23,8 +23,8 @@ from torch import nn
 
 from yolotui.engine.model.blocks import ELAN1, SPPELAN, RepNBottleneck, RepNCSP, RepNCSPELAN4
 from yolotui.engine.model.conv import (
-    ADown,
     AConv,
+    ADown,
     CBFuse,
     CBLinear,
     Concat,
