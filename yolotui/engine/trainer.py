@@ -423,7 +423,7 @@ class Trainer:
                 return 0
             if self._end_epoch(epoch, time.monotonic() - started):
                 break
-            if self.requests.stop:  # asked to stop during validation: the epoch checkpoint is written
+            if self.requests.stop and epoch + 1 < self.epochs:  # asked during validation: checkpoint written
                 self.events.emit("stop", reason=self.requests.stop_signal, epoch=epoch + 1, step=0,
                                  checkpoint=str(self.last_path))
                 return 0
