@@ -233,3 +233,15 @@ def test_launch_refuses_a_live_run_folder(tmp_path):
     with pytest.raises(UserError, match="live"):
         launch(run_dir, ["sleep", "1"], name="exp")
     assert json.loads((run_dir / "status.json").read_text())["state"] == "running"
+
+
+def test_supervisor_records_a_bad_run_yaml_as_failed(tmp_path, cli_env):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "run.yaml").write_text("name: x\ncommand: [unclosed\n")
+    proc = subprocess.run([PY, "-m", "yolotui.runs.supervisor", str(run_dir)], env=cli_env,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    final = read_status(run_dir)
+    assert final.state == "failed" and "run.yaml" in final.message and "line" in final.message
+    assert not lock.is_held(run_dir)

@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-Event = dict[str, Any]
+Event = dict  # one parsed event: str keys, JSON values (typing is not imported: `yolotui ls` stays fast)
 
 
 class EventWriter:
@@ -23,7 +22,7 @@ class EventWriter:
         self.attempt = attempt
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
-    def emit(self, type_: str, **fields: Any) -> Event:
+    def emit(self, type_: str, **fields: object) -> Event:
         """Append one event of `type_` with `fields`; returns the event written."""
         event: Event = {"ts": round(time.time(), 3), "type": type_, "attempt": self.attempt, **fields}
         line = json.dumps(event, default=_jsonable, allow_nan=True, separators=(",", ":")) + "\n"
@@ -35,7 +34,7 @@ class EventWriter:
         return event
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: object) -> object:
     """Turn values json cannot encode (paths, numpy scalars, tensors of one item) into plain ones."""
     item = getattr(value, "item", None)
     if callable(item):
@@ -99,7 +98,7 @@ class EventFollower:
         self.offset += consumed
         return events
 
-    def follow(self, interval: float = 0.2, stop: Any = None) -> Iterator[Event]:
+    def follow(self, interval: float = 0.2, stop: Callable[[], bool] | None = None) -> Iterator[Event]:
         """Yield events as they arrive until `stop()` returns true (forever when `stop` is None)."""
         while stop is None or not stop():
             batch = self.poll()

@@ -1,46 +1,77 @@
 """One line of facts per run (state, epoch x/y, best mAP, checkpoint age ...) for `yolotui ls` and the TUI.
 
-Cheap enough for hundreds of runs: reads status.json, results.csv and only the tail of events.jsonl.
+Cheap enough for hundreds of runs: reads status.json as plain JSON, two columns of results.csv and only the
+tail of events.jsonl. `yolotui ls` imports this module, so it avoids `dataclasses` (which pulls in
+`inspect`, ~20 ms) and everything else that is slow to import.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-from yolotui.runs import index
+from yolotui.runs import index, lock
+from yolotui.runs.atomic import read_json
 from yolotui.runs.events import Event, parse_lines
-from yolotui.runs.layout import BEST_PT, EVENTS_JSONL, LAST_PT, RESULTS_CSV, WEIGHTS_DIR
-from yolotui.runs.results import read_rows
-from yolotui.runs.status import effective_state, read_status
+from yolotui.runs.layout import (
+    BEST_PT,
+    EVENTS_JSONL,
+    FAILED,
+    FINISHED,
+    INTERRUPTED,
+    LAST_PT,
+    LIVE_STATES,
+    QUEUED,
+    RESULTS_CSV,
+    STATUS_JSON,
+    STOPPED,
+    WEIGHTS_DIR,
+)
 
 TAIL_BYTES = 64 * 1024
 
 
-@dataclass
 class RunSummary:
-    """What the runs table shows for one run; None where the run has not said yet."""
+    """What the runs table shows for one run; None where the run has not said yet.
 
-    name: str
-    path: str
-    state: str
-    attempt: int = 0
-    epoch: int | None = None  # epochs finished
-    epochs: int | None = None  # epochs planned
-    best_map: float | None = None  # best mAP50-95 so far
-    checkpoint_age: float | None = None  # seconds since last.pt was written
-    device: str | None = None
-    started: float | None = None
-    updated: float | None = None
-    failure_class: str | None = None
-    message: str | None = None
+    Fields: name, path, state (derived: interrupted when the supervisor is gone), attempt, epoch (epochs
+    finished), epochs (planned), best_map (best mAP50-95 so far), checkpoint_age (seconds since last.pt was
+    written), device, started, updated, failure_class, message.
+    """
 
-    def to_dict(self) -> dict[str, Any]:
+    __slots__ = ("name", "path", "state", "attempt", "epoch", "epochs", "best_map", "checkpoint_age", "device",
+                 "started", "updated", "failure_class", "message")
+
+    def __init__(self, name: str, path: str, state: str, attempt: int = 0, epoch: int | None = None,
+                 epochs: int | None = None, best_map: float | None = None, checkpoint_age: float | None = None,
+                 device: str | None = None, started: float | None = None, updated: float | None = None,
+                 failure_class: str | None = None, message: str | None = None) -> None:
+        self.name = name
+        self.path = path
+        self.state = state
+        self.attempt = attempt
+        self.epoch = epoch
+        self.epochs = epochs
+        self.best_map = best_map
+        self.checkpoint_age = checkpoint_age
+        self.device = device
+        self.started = started
+        self.updated = updated
+        self.failure_class = failure_class
+        self.message = message
+
+    def to_dict(self) -> dict:
         """The JSON-ready form."""
-        return asdict(self)
+        return {field: getattr(self, field) for field in self.__slots__}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunSummary) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{key}={value!r}" for key, value in self.to_dict().items())
+        return f"RunSummary({fields})"
 
 
 def tail_events(path: Path, max_bytes: int = TAIL_BYTES) -> list[Event]:
@@ -58,41 +89,201 @@ def tail_events(path: Path, max_bytes: int = TAIL_BYTES) -> list[Event]:
     return parse_lines(data)[0]
 
 
-def summarize(run_dir: Path, name: str | None = None) -> RunSummary:
-    """Summarise one run directory from its files."""
-    run_dir = Path(run_dir)
-    status = read_status(run_dir)
-    summary = RunSummary(name=name or (status.name if status and status.name else run_dir.name),
-                         path=str(run_dir), state=effective_state(run_dir, status))
-    if status is not None:
-        summary.attempt = status.attempt
-        summary.device = status.device
-        summary.started = status.started
-        summary.updated = status.updated
-        summary.failure_class = status.failure_class
-        summary.message = status.message
-    rows = read_rows(run_dir / RESULTS_CSV)
-    if rows:
-        summary.epoch = int(rows[-1]["epoch"]) + 1
-        maps = [r["metrics/mAP_0.5:0.95"] for r in rows if "metrics/mAP_0.5:0.95" in r]
-        summary.best_map = max(maps) if maps else None
-    for event in reversed(tail_events(run_dir / EVENTS_JSONL)):
-        if "epochs" in event and summary.epochs is None:
-            summary.epochs = int(event["epochs"])
-        if event.get("type") == "done" and summary.epoch is None:
-            summary.epoch = summary.epochs
-        if summary.epochs is not None:
-            break
+MAP_KEY = "metrics/mAP_0.5:0.95"
+
+
+def results_facts(path: Path) -> tuple[int | None, float | None]:
+    """(epochs finished, best mAP50-95) from results.csv, parsing only the two columns needed.
+
+    A torn last row is skipped, as in `results.read_rows`; cheap enough for hundreds of runs.
+    """
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return None, None
+    lines = text.split("\n")
+    names = [name.strip() for name in lines[0].split(",")]
+    try:
+        epoch_col, map_col = names.index("epoch"), names.index(MAP_KEY)
+    except ValueError:
+        return None, None
+    last_epoch: float | None = None
+    best: float | None = None
+    for line in lines[1:-1]:  # the last piece is "" after a final newline, or a torn row
+        cells = line.split(",")
+        if len(cells) != len(names):
+            continue
+        try:
+            epoch, value = float(cells[epoch_col]), float(cells[map_col])
+        except ValueError:
+            continue
+        last_epoch = epoch
+        best = value if best is None or value > best else best
+    return (int(last_epoch) + 1 if last_epoch is not None else None), best
+
+
+def last_epochs(path: Path) -> tuple[int | None, bool]:
+    """(planned epochs from the newest event that says, whether a `done` event came after it).
+
+    Reads the file backwards in growing blocks up to TAIL_BYTES and parses only lines that mention epochs.
+    """
+    done = False
+    block = 8 * 1024
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            while True:
+                start = max(0, size - block)
+                handle.seek(start)
+                data = handle.read(size - start)
+                lines = data.split(b"\n")
+                if start > 0:
+                    lines = lines[1:]  # may begin mid-line
+                if not data.endswith(b"\n"):
+                    lines = lines[:-1]  # a torn last line
+                for raw in reversed(lines):
+                    if b'"epochs"' not in raw and b'"done"' not in raw:
+                        continue
+                    try:
+                        event = json.loads(raw)
+                    except ValueError:
+                        continue
+                    if not isinstance(event, dict):
+                        continue
+                    if event.get("type") == "done":
+                        done = True
+                    if "epochs" in event:
+                        try:
+                            return int(event["epochs"]), done
+                        except (TypeError, ValueError):
+                            continue
+                if start == 0 or block >= TAIL_BYTES:
+                    return None, done
+                block *= 4
+    except OSError:
+        return None, False
+
+
+def derived_state(run_dir: str | Path, recorded: str | None) -> str:
+    """The state to show: a live recorded state whose lock is free is interrupted (as status.effective_state)."""
+    if recorded is None:
+        return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
+    if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
+        return INTERRUPTED
+    return recorded
+
+
+def _checkpoint_mtime(folder: str) -> float | None:
     for ckpt in (LAST_PT, BEST_PT):
         try:
-            mtime = (run_dir / WEIGHTS_DIR / ckpt).stat().st_mtime
+            return os.stat(os.path.join(folder, WEIGHTS_DIR, ckpt)).st_mtime
         except OSError:
             continue
+    return None
+
+
+def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, float | None]:
+    """(summary, state as recorded in status.json, checkpoint mtime)."""
+    status = read_json(os.path.join(folder, STATUS_JSON))
+    if not isinstance(status, dict):
+        status = None
+    recorded = str(status.get("state")) if status is not None and status.get("state") else None
+    summary = RunSummary(name=name or (status or {}).get("name") or os.path.basename(folder), path=folder,
+                         state=derived_state(folder, recorded))
+    if status is not None:
+        summary.attempt = status.get("attempt") or 0
+        summary.device = status.get("device")
+        summary.started = status.get("started")
+        summary.updated = status.get("updated")
+        summary.failure_class = status.get("failure_class")
+        summary.message = status.get("message")
+    summary.epoch, summary.best_map = results_facts(os.path.join(folder, RESULTS_CSV))
+    summary.epochs, done = last_epochs(os.path.join(folder, EVENTS_JSONL))
+    if done and summary.epoch is None:
+        summary.epoch = summary.epochs
+    mtime = _checkpoint_mtime(folder)
+    if mtime is not None:
         summary.checkpoint_age = time.time() - mtime
-        break
-    return summary
+    return summary, recorded, mtime
 
 
-def summarize_all() -> list[RunSummary]:
-    """Summaries of every indexed run, newest first."""
-    return [summarize(Path(entry.path), entry.name) for entry in index.entries()]
+def summarize(run_dir: Path, name: str | None = None) -> RunSummary:
+    """Summarise one run directory from its files."""
+    return _summarize(os.fspath(run_dir), name)[0]
+
+
+# --- a cache of ended runs' summaries, so listing hundreds of old runs costs a few stat() calls each ------
+CACHE_FILE = "summary-cache.json"
+_CACHE_VERSION = 1
+_FINAL_STATES = frozenset({FINISHED, FAILED, STOPPED})  # as recorded; nothing will change them but a new launch
+def _fingerprint(folder: str) -> list | None:
+    """(mtime_ns, size) of status.json and the checkpoint's mtime; None if there is no status.json.
+
+    Enough for a run whose recorded state is final: nothing appends to results.csv or events.jsonl after
+    the supervisor's last write, and a resume rewrites status.json (state queued) before anything else.
+    """
+    try:
+        st = os.stat(os.path.join(folder, STATUS_JSON))
+    except OSError:
+        return None
+    return [st.st_mtime_ns, st.st_size, _checkpoint_mtime(folder)]
+
+
+def _load_cache(path: str) -> dict:
+    data = read_json(path)
+    if not isinstance(data, dict) or data.get("version") != _CACHE_VERSION:
+        return {}
+    runs = data.get("runs")
+    return runs if isinstance(runs, dict) else {}
+
+
+def _save_cache(path: str, runs: dict) -> None:
+    """Replace the cache file (no fsync: losing it only costs one slower listing)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump({"version": _CACHE_VERSION, "runs": runs}, handle, separators=(",", ":"))
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def summarize_all(use_cache: bool = True) -> list[RunSummary]:
+    """Summaries of every indexed run, newest first.
+
+    Runs whose recorded state is final (finished, failed, stopped) are cached under the yolotui home,
+    keyed by the size and mtime of their files, so only live or changed runs are read again.
+    """
+    cache_path = os.path.join(os.fspath(index.home_dir()), CACHE_FILE)
+    cache = _load_cache(cache_path) if use_cache else {}
+    kept: dict = {}
+    summaries = []
+    now = time.time()
+    for entry in index.entries(check_exists=False):
+        marks = _fingerprint(entry.path)
+        if marks is None and not os.path.isdir(entry.path):
+            continue  # the folder is gone: dropped, as index.entries() does
+        hit = cache.get(entry.path)
+        if marks is not None and hit is not None and hit.get("marks") == marks:
+            try:
+                summary = RunSummary(**hit["summary"])
+            except (TypeError, KeyError):
+                hit = None
+            else:
+                summary.name = entry.name
+                summary.checkpoint_age = now - marks[-1] if marks[-1] is not None else None
+                summaries.append(summary)
+                kept[entry.path] = hit
+                continue
+        summary, recorded, _ = _summarize(entry.path, entry.name)
+        summaries.append(summary)
+        if marks is not None and recorded in _FINAL_STATES:
+            kept[entry.path] = {"marks": marks, "summary": summary.to_dict()}
+    if use_cache and kept != cache:
+        _save_cache(cache_path, kept)
+    return summaries
