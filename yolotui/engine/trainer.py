@@ -194,6 +194,9 @@ class Trainer:
         if self.dist.distributed:
             from torch.nn.parallel import DistributedDataParallel
 
+            self.model, synced = ddp.convert_sync_bn(self.model, bool(self.opt.get("sync_bn")), self.dist, self.cuda)
+            if synced:
+                self._log(f"SyncBatchNorm: {synced} BatchNorm layers synchronised across the processes")
             ids = [self.dist.local_rank] if self.cuda else None
             self.model = DistributedDataParallel(self.model, device_ids=ids, output_device=ids[0] if ids else None)
 
@@ -203,7 +206,8 @@ class Trainer:
             stale.unlink(missing_ok=True)
         self._load_options()
         seed_everything(int(self.opt["seed"]) + 1 + self.dist.rank, deterministic=True)
-        self.device = select_device(str(self.opt.get("device", "")))
+        device = str(self.opt.get("device", ""))
+        self.device = ddp.rank_device(self.dist, device) if self.dist.distributed else select_device(device)
         self.cuda = self.device.type == "cuda"
         if self.dist.distributed:
             if self.batch_size % self.dist.world_size:
