@@ -222,3 +222,46 @@ def test_garbage_and_truncated_files_are_one_line_errors(tmp_path, tiny_model):
         with pytest.raises(UserError) as info:
             read_official(bad)
         assert bad.name in str(info.value) and "\n" not in str(info.value)
+
+
+def _cli_train(tmp_path, weights, capsys, monkeypatch):
+    from yolotui.cli import main
+
+    launched = []
+    monkeypatch.setattr("yolotui.runs.launcher.launch", lambda run_dir, command, **kw: launched.append(command))
+    data = make_data(tmp_path / "data", n_train=2, n_val=1, img=64)
+    code = main(["train", "--weights", str(weights), "--data", str(data), "--device", "cpu", "--batch", "4",
+                 "--project", str(tmp_path / "runs"), "--name", "ft"])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err, launched
+
+
+def test_train_cli_takes_official_weights_with_a_note(tmp_path, tiny_model, capsys, monkeypatch):
+    path = tmp_path / "official.pt"
+    save_fake_official(path, tiny_model, nc=5)
+    code, out, _, launched = _cli_train(tmp_path, path, capsys, monkeypatch)
+    assert code == 0 and len(launched) == 1
+    assert "an official YOLOv9 checkpoint" in out
+
+
+def test_train_cli_refuses_code_running_weights_before_detaching(tmp_path, capsys, monkeypatch):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "evil.pt"
+    torch.save({"epoch": 1, "model": _Evil(f"touch {marker}")}, path)
+    code, _, err, launched = _cli_train(tmp_path, path, capsys, monkeypatch)
+    assert code == 2 and not launched and "evil.pt: refused" in err and err.count("\n") == 1
+    assert not marker.exists() and not (tmp_path / "runs" / "ft").exists()
+
+
+def test_val_cli_on_an_official_checkpoint(tmp_path, tiny_model, capsys):
+    import json
+
+    from yolotui.cli import main
+
+    path = tmp_path / "official.pt"
+    save_fake_official(path, tiny_model, nc=5)
+    data = make_data(tmp_path / "data", n_train=2, n_val=2, img=64)
+    assert main(["val", "--weights", str(path), "--data", str(data), "--img", "64", "--device", "cpu",
+                 "--workers", "0", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["weights"] == str(path) and 0.0 <= result["mAP50"] <= 1.0 and result["images"] == 2

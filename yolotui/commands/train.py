@@ -83,6 +83,10 @@ def prepare_run(opt_given: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[s
     from yolotui.runs import layout, store
 
     opt, warnings = validate_options(default_options(**opt_given))
+    if opt["weights"]:
+        from yolotui.commands._weights_check import check_weights_file
+
+        warnings += check_weights_file(opt["weights"])
     hyp = load_hyp(Path(opt["hyp"]))
     project = Path(str(opt["project"])).expanduser()
     store.validate_name(str(opt["name"]))
