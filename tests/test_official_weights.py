@@ -265,3 +265,17 @@ def test_val_cli_on_an_official_checkpoint(tmp_path, tiny_model, capsys):
                  "--workers", "0", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["weights"] == str(path) and 0.0 <= result["mAP50"] <= 1.0 and result["images"] == 2
+
+
+def test_finetune_cli_from_an_official_checkpoint(tmp_path, tiny_model, capsys, monkeypatch):
+    from yolotui.cli import main
+
+    launched = []
+    monkeypatch.setattr("yolotui.runs.launcher.launch", lambda run_dir, command, **kw: launched.append(run_dir))
+    path = tmp_path / "official.pt"
+    save_fake_official(path, tiny_model, nc=5)
+    data = make_data(tmp_path / "data", n_train=2, n_val=1, img=64)
+    assert main(["finetune", "--from", str(path), "--data", str(data), "--device", "cpu", "--batch-size", "4",
+                 "--project", str(tmp_path / "runs")]) == 0
+    (run_dir,) = launched
+    assert run_dir.name == "official-ft" and "an official YOLOv9 checkpoint" in capsys.readouterr().out
