@@ -85,9 +85,13 @@ class RunView:
 
     def epoch_eta(self) -> float | None:
         """Seconds left in the current epoch, from the batch rate."""
-        if self.batch is None or not self.batches or not self.batches_per_s:
+        if self.batch is None or not self.batches:
             return None
-        return max(0.0, (self.batches - self.batch) / self.batches_per_s)
+        if self.batches_per_s:
+            return max(0.0, (self.batches - self.batch) / self.batches_per_s)
+        if self.epoch_seconds:
+            return max(0.0, (1.0 - self.batch / self.batches) * self.epoch_seconds)
+        return None
 
     def overall_eta(self) -> float | None:
         """Seconds left in the run: the rest of this epoch plus the remaining epochs at the mean epoch time."""

@@ -6,6 +6,7 @@ the dashboard shows "verdict unavailable" or "no NVIDIA GPU" rather than a trace
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import zipfile
@@ -67,7 +68,23 @@ def _fallback_diagnose(path: Path) -> CheckpointFacts:
             facts.verdict, facts.reasons = "corrupt", [f"bad member {bad}"]
     except (OSError, zipfile.BadZipFile, EOFError) as exc:
         facts.verdict, facts.reasons = "corrupt", [f"not a readable checkpoint: {exc}"]
+        return facts
+    if facts.verdict == "unknown":
+        _from_manifest(path, facts)
     return facts
+
+
+def _from_manifest(path: Path, facts: CheckpointFacts) -> None:
+    """Epoch facts from the manifest beside a readable checkpoint (<name>.pt.json)."""
+    try:
+        manifest = json.loads(path.with_name(path.name + ".json").read_text(encoding="utf-8"))
+        facts.epoch = int(manifest["epoch"])
+        facts.step = int(manifest.get("step") or 0)
+        facts.total_epochs = int(manifest["epochs"]) if manifest.get("epochs") is not None else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if facts.total_epochs is not None:
+        facts.verdict = "finished" if facts.epoch >= facts.total_epochs else "resumable"
 
 
 @dataclass
@@ -138,14 +155,3 @@ def run_pids(trainer_pid: int | None) -> set[int]:
     except Exception:
         pass
     return pids
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether a process with this pid exists (only for display; liveness of a run is its lock)."""
-    if not pid:
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except (OSError, ValueError):
-        return False
-    return True

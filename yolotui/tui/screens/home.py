@@ -25,7 +25,7 @@ from yolotui.tui.widgets.panels import STATE_CLASS, VERDICT_CLASS
 SLOW_POLL_S = 5.0  # catches what no file event announces: a supervisor dying (its lock released), ages
 MIN_GAP_S = 0.5  # at most two table rebuilds a second however fast files change
 
-COLUMNS = ("name", "state", "epoch", "best mAP50-95", "checkpoint", "device", "started")
+COLUMNS = ("name", "state", "epoch", "mAP50-95", "checkpoint", "device", "started")
 STATE_STYLE = {"good": "bold green", "info": "bold cyan", "warn": "bold yellow", "bad": "bold red",
                "muted": "dim"}
 
@@ -50,6 +50,7 @@ class RunsLoaded(Message):
 class HomeScreen(Screen):
     """The runs table."""
 
+    AUTO_FOCUS = "#runs"
     BINDINGS = [
         Binding("enter", "open_run", "Open", show=True, priority=False),
         Binding("slash", "filter", "Filter", key_display="/"),
@@ -68,7 +69,7 @@ class HomeScreen(Screen):
         super().__init__()
         self.rows: list[HomeRow] = []
         self.filter_text = ""
-        self.sort_column = 0
+        self.sort_column = COLUMNS.index("started")  # newest first
         self.sort_reverse = False
         self.loaded = False
         self.load_count = 0
@@ -144,12 +145,14 @@ class HomeScreen(Screen):
         for row in self.rows:
             self.app.note_run_state(row.summary.path, row.summary.name, row.summary.state, row.summary.attempt)
         paths = tuple(sorted({str(index.home_dir())} | {r.summary.path for r in self.rows}))
-        if paths != self._watched:
+        restarted = paths != self._watched
+        if restarted:
+            # A new watcher misses what changes while it starts: read once more just after.
             self._watched = paths
             self.watch_runs(paths)
         if self._slow_timer is not None:
             self._slow_timer.stop()
-        delay = MIN_GAP_S if self._dirty else SLOW_POLL_S
+        delay = MIN_GAP_S if (self._dirty or restarted) else SLOW_POLL_S
         self._slow_timer = self.set_timer(delay, self.request_load)
 
     @work(exclusive=True, group="home-watch", exit_on_error=False)
@@ -280,7 +283,7 @@ def _sort_key(row: HomeRow, column: str):
         return (summary.state,)
     if column == "epoch":
         return (summary.epoch or 0, summary.epochs or 0)
-    if column == "best mAP50-95":
+    if column == "mAP50-95":
         return (summary.best_map if summary.best_map is not None else -1.0,)
     if column == "checkpoint":
         mtime = row.checkpoint.mtime if row.checkpoint and row.checkpoint.mtime else 0.0

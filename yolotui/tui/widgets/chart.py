@@ -101,6 +101,8 @@ class BrailleChart(Widget):
         height: 1fr;
         min-height: 5;
         padding: 0 1;
+        text-wrap: nowrap;
+        text-overflow: clip;
     }
     BrailleChart > .chart--series-0 { color: $primary; }
     BrailleChart > .chart--series-1 { color: $warning; }
@@ -134,6 +136,7 @@ class BrailleChart(Widget):
                 legend.append("  ")
             legend.append("━ ", styles[index % len(styles)])
             legend.append(f"{line.label} {_short(last)}" if last is not None else line.label)
+        legend.truncate(max(1, width), overflow="ellipsis")
         bounds = value_range(self.series)
         if bounds is None or height < 2 or width < 10:
             return Text.assemble(legend, "\n", Text(self.empty_text, axis))

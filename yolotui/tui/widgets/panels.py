@@ -40,6 +40,7 @@ VERDICT_CLASS = {
 }
 
 _PANEL_CSS_CLASSES = """
+    {name} {{ text-wrap: nowrap; text-overflow: ellipsis; }}
     {name} > .panel--good {{ color: $success; text-style: bold; }}
     {name} > .panel--info {{ color: $primary; text-style: bold; }}
     {name} > .panel--warn {{ color: $warning; text-style: bold; }}
@@ -245,10 +246,13 @@ class GpuPanel(Panel):
 
     def _host(self, text: Text, history: Sequence[Any], width: int) -> None:
         latest = history[-1]
-        text.append("no NVIDIA GPU", self.style_for("warn"))
-        reason = getattr(latest, "reason", None)
-        if reason and reason != "no NVIDIA GPU":
-            text.append(f"\n {reason}", self.style_for("muted"))
+        reason = str(getattr(latest, "reason", None) or "")
+        if reason.startswith("no NVIDIA GPU"):
+            text.append(reason, self.style_for("warn"))
+        else:
+            text.append("no NVIDIA GPU", self.style_for("warn"))
+            if reason:
+                text.append(f"\n {reason}", self.style_for("muted"))
         host = getattr(latest, "host", None)
         cpu = getattr(host, "cpu_pct", None)
         spark_w = max(4, width - 12)
