@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.runs.events import Event, EventFollower
-from yolotui.runs.layout import BEST_PT, EVENTS_JSONL, LAST_PT, RESULTS_CSV, TRAIN_LOG, WEIGHTS_DIR
+from yolotui.runs.layout import BEST_PT, EVENTS_JSONL, LAST_PT, RESULTS_CSV, STATUS_JSON, TRAIN_LOG, WEIGHTS_DIR
 from yolotui.runs.results import read_rows
 from yolotui.runs.status import RunStatus, effective_state, read_status
 from yolotui.tui.sources import CheckpointFacts, diagnose
@@ -134,6 +134,8 @@ class RunReader:
         except Exception as exc:  # an unexpected shape in status.json
             status = None
             view.problems.append(f"status.json: {exc}")
+        if status is None and (self.run_dir / STATUS_JSON).exists():
+            view.problems.append("status.json unreadable (the supervisor rewrites it)")
         view.status = status
         view.state = effective_state(self.run_dir, status)
         view.name = self.name or (status.name if status and status.name else self.run_dir.name)

@@ -116,7 +116,10 @@ class DashboardScreen(Screen):
     def on_view_loaded(self, message: ViewLoaded) -> None:
         self._in_flight = False
         if message.view is not None:
+            pids_changed = message.pids != self.pids
             self.view, self.pids = message.view, message.pids
+            if pids_changed and self.gpu_history:
+                self.query_one(GpuPanel).show(list(self.gpu_history), self.pids)
             self.refresh_count += 1
             self._render_view(message.view)
             self.app.note_run_state(str(self.run_dir), message.view.name, message.view.state,
