@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from yolotui.runs import index, lock
+from yolotui.runs.atomic import atomic_write_json
 from yolotui.runs.events import EventWriter
 from yolotui.runs.layout import EVENTS_JSONL, RESULTS_CSV, TRAIN_LOG, WEIGHTS_DIR
 from yolotui.runs.results import append_row
 from yolotui.runs.status import RunStatus, status_path
-from yolotui.runs.atomic import atomic_write_json
 
 FIXED_NOW = 1_780_000_000.0  # 2026-05-28, a fixed "now" for deterministic screens
 

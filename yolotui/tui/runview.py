@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.runs.events import Event, EventFollower
-from yolotui.runs.layout import BEST_PT, EVENTS_JSONL, LAST_PT, RESULTS_CSV, STATUS_JSON, TRAIN_LOG, WEIGHTS_DIR
+from yolotui.runs.layout import (
+    BEST_PT,
+    EVENTS_JSONL,
+    LAST_PT,
+    RESULTS_CSV,
+    STATUS_JSON,
+    TRAIN_LOG,
+    WEIGHTS_DIR,
+)
 from yolotui.runs.results import read_rows
 from yolotui.runs.status import RunStatus, effective_state, read_status
 from yolotui.tui.sources import CheckpointFacts, diagnose

@@ -7,7 +7,6 @@ the dashboard shows "verdict unavailable" or "no NVIDIA GPU" rather than a trace
 from __future__ import annotations
 
 import json
-import os
 import time
 import zipfile
 from dataclasses import dataclass, field

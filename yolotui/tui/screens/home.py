@@ -25,7 +25,7 @@ from yolotui.tui.widgets.panels import STATE_CLASS, VERDICT_CLASS
 SLOW_POLL_S = 5.0  # catches what no file event announces: a supervisor dying (its lock released), ages
 MIN_GAP_S = 0.5  # at most two table rebuilds a second however fast files change
 
-COLUMNS = ("name", "state", "epoch", "mAP50-95", "checkpoint", "device", "started")
+COLUMNS = ("name", "state", "epoch", "mAP50-95", "checkpoint", "started", "device")
 STATE_STYLE = {"good": "bold green", "info": "bold cyan", "warn": "bold yellow", "bad": "bold red",
                "muted": "dim"}
 
@@ -76,6 +76,7 @@ class HomeScreen(Screen):
         self._in_flight = False
         self._dirty = False
         self._watched: tuple[str, ...] = ()
+        self._shown: tuple = ()
         self._slow_timer = None
         self._ckpt_cache: dict[str, tuple[tuple[float, int], CheckpointFacts]] = {}
 
@@ -177,14 +178,25 @@ class HomeScreen(Screen):
 
     def _render_table(self) -> None:
         table = self.query_one("#runs", DataTable)
-        selected = self.selected_path()
         now = self.app.clock()
+        content = [(row.summary.path, _cells(row, now)) for row in self.visible_rows()]
+        labels = [key + ((" ▼" if self.sort_reverse else " ▲") if i == self.sort_column else "")
+                  for i, key in enumerate(COLUMNS)]
+        if (content, labels) == self._shown:
+            return  # nothing changed: no repaint
+        self._shown = (content, labels)
+        selected = self.selected_path()
         table.clear()
-        for column_index, key in enumerate(COLUMNS):
-            arrow = (" ▼" if self.sort_reverse else " ▲") if column_index == self.sort_column else ""
-            table.columns[key].label = Text(key + arrow)
-        for row in self.visible_rows():
-            table.add_row(*_cells(row, now), key=row.summary.path)
+        # Widths are set here, before the rows go in: DataTable's own auto width is measured on idle, and a
+        # frame painted in between stays cached with the header's narrow widths.
+        for position, (key, label) in enumerate(zip(COLUMNS, labels)):
+            column = table.columns[key]
+            column.label = Text(label)
+            column.auto_width = False
+            column.width = max([len(label)] + [Text(str(cells[position])).cell_len if not isinstance(
+                cells[position], Text) else cells[position].cell_len for _, cells in content])
+        for path, cells in content:
+            table.add_row(*cells, key=path)
         if selected is not None and selected in table.rows:
             table.move_cursor(row=table.get_row_index(selected))
 
@@ -271,8 +283,8 @@ def _cells(row: HomeRow, now: float) -> tuple:
         verdict = row.checkpoint.verdict
         checkpoint = Text.assemble(f"{age} ", (verdict, STATE_STYLE[VERDICT_CLASS.get(verdict, "muted")]))
     state = summary.state if summary.attempt <= 1 else f"{summary.state} #{summary.attempt}"
-    return (summary.name, Text(state, state_style), epoch, best, checkpoint, summary.device or "--",
-            format_time(summary.started))
+    return (summary.name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started),
+            summary.device or "--")
 
 
 def _sort_key(row: HomeRow, column: str):
