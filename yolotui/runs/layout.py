@@ -14,6 +14,7 @@ TRAIN_LOG = "train.log"
 SUPERVISOR_LOG = "supervisor.log"
 WEIGHTS_DIR = "weights"
 LOCK_FILE = ".lock"
+STOP_REQUEST = "stop.request"  # written by `yolotui stop`, read and removed by the supervisor
 LAST_PT = "last.pt"
 BEST_PT = "best.pt"
 

@@ -3,7 +3,7 @@
 Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started, updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
-remedies (what was applied before the current attempt).
+remedies (what was applied before the current attempt) and stop (a stop request and the signals sent for it).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class RunStatus:
     device: str | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
     remedies: list[dict[str, Any]] = field(default_factory=list)
+    stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:

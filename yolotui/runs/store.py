@@ -45,8 +45,25 @@ def check_writable(project: Path) -> None:
         probe = probe.parent
     if not probe.is_dir():
         raise UserError(f"project folder {project}: {probe} is not a folder; choose another --project")
-    if not os.access(probe, os.W_OK | os.X_OK):
+    if not os.access(probe, os.W_OK | os.X_OK) or not _can_create_in(probe):
         raise UserError(f"project folder {project} is not writable: choose another --project or fix its permissions")
+
+
+def _can_create_in(folder: Path) -> bool:
+    """Create and remove a probe file: permission bits alone miss read-only mounts and root's view."""
+    probe = folder / f".yolotui-write-probe-{os.getpid()}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return True
+    except OSError:
+        return False
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
+    return True
 
 
 def create_run_dir(project: Path, name: str, exist_ok: bool = False) -> Path:

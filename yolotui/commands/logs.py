@@ -1,0 +1,83 @@
+"""`yolotui logs RUN [--follow] [--tail N]`: print a run's train.log; with --follow, keep printing until it ends."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `yolotui logs`."""
+    parser.add_argument("run", metavar="RUN", help="run name (see `yolotui ls`) or run folder")
+    parser.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the run ends")
+    parser.add_argument("-n", "--tail", type=int, default=None, metavar="N", help="start with the last N lines")
+    parser.add_argument("--interval", type=float, default=0.25, help=argparse.SUPPRESS)
+
+
+def _tail_offset(path, lines: int) -> int:
+    """The byte offset where the last `lines` lines of `path` start."""
+    import os
+
+    with open(path, "rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        block = 64 * 1024
+        pos = size
+        data = b""
+        while pos > 0 and data.count(b"\n") <= lines:
+            step = min(block, pos)
+            pos -= step
+            handle.seek(pos)
+            data = handle.read(step) + data
+    cut = len(data)
+    for _ in range(lines + (1 if data.endswith(b"\n") else 0)):
+        cut = data.rfind(b"\n", 0, cut)
+        if cut < 0:
+            return pos
+    return pos + cut + 1
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print (and follow) train.log."""
+    import sys
+    import time
+
+    from yolotui.errors import UserError
+    from yolotui.runs.layout import LIVE_STATES, TRAIN_LOG
+    from yolotui.runs.resolve import resolve_run
+    from yolotui.runs.status import effective_state
+
+    run_dir = resolve_run(args.run)
+    path = run_dir / TRAIN_LOG
+    if args.tail is not None and args.tail < 0:
+        raise UserError(f"--tail must be 0 or more (got {args.tail})")
+    out = sys.stdout.buffer
+    offset = 0
+    if args.tail is not None and path.exists():
+        offset = _tail_offset(path, args.tail)
+
+    def pump() -> None:
+        nonlocal offset
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        if data:
+            out.write(data)
+            out.flush()
+            offset += len(data)
+
+    pump()
+    if not args.follow:
+        if not path.exists():
+            print(f"run {run_dir.name} has no train.log yet", file=sys.stderr)
+        return 0
+    try:
+        while effective_state(run_dir) in LIVE_STATES:
+            time.sleep(args.interval)
+            pump()
+        pump()
+    except KeyboardInterrupt:
+        return 0
+    print(f"[yolotui: run {run_dir.name} is {effective_state(run_dir)}]", file=sys.stderr)
+    return 0

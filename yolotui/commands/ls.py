@@ -1,0 +1,38 @@
+"""`yolotui ls [--json]`: every indexed run, newest first: name, state, epoch, best mAP, checkpoint age ...
+
+Kept light: reads the index and a few small files per run; imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `yolotui ls`."""
+    parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the runs table (or JSON)."""
+    import json
+
+    from yolotui.commands._runfmt import age, epoch_text, table, when
+    from yolotui.runs.summary import summarize_all
+
+    summaries = summarize_all()
+    if args.json:
+        print(json.dumps([s.to_dict() for s in summaries], indent=2))
+        return 0
+    if not summaries:
+        print("no runs yet: start one with `yolotui exec -- CMD` or `yolotui train`")
+        return 0
+    header = ("NAME", "STATE", "EPOCH", "mAP50-95", "CKPT", "DEVICE", "STARTED")
+    rows = []
+    for s in summaries:
+        state = s.state if not s.failure_class else f"{s.state} ({s.failure_class})"
+        rows.append((s.name, state, epoch_text(s.epoch, s.epochs),
+                     f"{s.best_map:.4f}" if s.best_map is not None else "-",
+                     age(s.checkpoint_age), s.device or "-", when(s.started)))
+    print(table(header, rows))
+    return 0

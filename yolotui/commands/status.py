@@ -1,0 +1,64 @@
+"""`yolotui status RUN [--json]`: a run's state (interrupted when its supervisor is gone), attempts, progress."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `yolotui status`."""
+    parser.add_argument("run", metavar="RUN", help="run name (see `yolotui ls`) or run folder")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the run's status."""
+    import json
+    import shlex
+    import time
+
+    from yolotui.commands._runfmt import age, epoch_text, table, when
+    from yolotui.runs.layout import INTERRUPTED
+    from yolotui.runs.policy import describe_exit
+    from yolotui.runs.resolve import resolve_run
+    from yolotui.runs.status import read_status
+    from yolotui.runs.summary import summarize
+
+    run_dir = resolve_run(args.run)
+    status = read_status(run_dir)
+    summary = summarize(run_dir)
+    if args.json:
+        data = status.to_dict() if status is not None else {}
+        data.update(recorded_state=data.get("state"), state=summary.state, path=str(run_dir),
+                    summary=summary.to_dict())
+        print(json.dumps(data, indent=2, default=str))
+        return 0
+
+    lines = [f"run        {summary.name}  ({run_dir})"]
+    state = summary.state
+    if status is not None:
+        state += f"  (attempt {status.attempt}/{status.max_attempts})"
+    lines.append(f"state      {state}")
+    if summary.state == INTERRUPTED:
+        lines.append("           its supervisor is gone (killed, or the machine restarted); nothing is running")
+    if status is not None:
+        lines.append(f"command    {shlex.join(status.command)}".replace("\n", "\\n"))
+        if status.supervisor_pid:
+            lines.append(f"pids       supervisor {status.supervisor_pid}, trainer {status.trainer_pid or '-'}")
+        ended = f", ended {when(status.ended)}" if status.ended else ""
+        lines.append(f"started    {when(status.started)}{ended} (updated {age(time.time() - (status.updated or time.time()))} ago)")
+        if status.ended and (status.exit_code is not None or status.exit_signal is not None):
+            lines.append(f"exit       {describe_exit(status.exit_code, status.exit_signal)}")
+        if status.message:
+            lines.append(f"message    {status.message}")
+    lines.append(f"epoch      {epoch_text(summary.epoch, summary.epochs)}   best mAP50-95 "
+                 + (f"{summary.best_map:.4f}" if summary.best_map is not None else "-")
+                 + f"   checkpoint age {age(summary.checkpoint_age)}")
+    print("\n".join(lines))
+    if status is not None and status.attempts:
+        rows = [(str(a.get("attempt")), when(a.get("started")),
+                 describe_exit(a.get("exit_code"), a.get("exit_signal")) if a.get("ended") else "running",
+                 a.get("failure_class") or "-", a.get("remedy") or "-") for a in status.attempts]
+        print()
+        print(table(("ATTEMPT", "STARTED", "EXIT", "CLASS", "NEXT"), rows))
+    return 0

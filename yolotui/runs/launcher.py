@@ -1,0 +1,180 @@
+"""Starting a run: write run.yaml and a queued status.json, index the run, start its detached supervisor.
+
+The supervisor (`python -m yolotui.runs.supervisor RUN`) is started in a new session (setsid) with stdin
+from /dev/null and stdout/stderr to RUN/supervisor.log, so a hangup of the terminal (an SSH drop) never
+reaches it. PYTHONPATH is prefixed with the folder holding this yolotui package, so the supervisor runs the
+same code as the launcher, also from a checkout that is not installed. `launch` returns within about two
+seconds, once the supervisor holds RUN/.lock (or has failed to start, which raises UserError).
+
+Where systemd-logind kills a user's processes at logout, a new session is not enough: `session_guard` is the
+hook where that case is detected and the supervisor's argv wrapped (`systemd-run --user --scope ...`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yolotui
+from yolotui.errors import UserError
+from yolotui.runs import index, lock, policy
+from yolotui.runs.layout import QUEUED, STOP_REQUEST, SUPERVISOR_LOG
+from yolotui.runs.runconfig import RESERVED_KEYS, write_run_config
+from yolotui.runs.status import RunStatus, read_status, write_status
+from yolotui.runs.store import check_writable, validate_name
+
+START_TIMEOUT_S = 2.0
+
+
+def package_root() -> Path:
+    """The folder that contains the `yolotui` package (put first on the supervisor's PYTHONPATH)."""
+    return Path(yolotui.__file__).resolve().parent.parent
+
+
+def supervisor_argv(run_dir: Path) -> list[str]:
+    """The command that supervises `run_dir`."""
+    return [sys.executable, "-m", "yolotui.runs.supervisor", str(run_dir)]
+
+
+def session_guard(argv: list[str], run_dir: Path) -> tuple[list[str], str | None]:
+    """Hook (issue 7): make the supervisor survive logout where systemd-logind kills user processes.
+
+    Returns the argv to start and a note for supervisor.log (None when nothing was changed). Today it
+    returns `argv` unchanged: `setsid` is enough wherever KillUserProcesses is off or the user lingers.
+    The health stream's yolotui/health/logind.py decides when to prefix `systemd-run --user --scope`.
+    """
+    return argv, None
+
+
+def check_command(command: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> list[str]:
+    """The command as a list of strings; UserError when it is empty or its program cannot be found."""
+    cwd = Path.cwd() if cwd is None else Path(cwd)
+    env = env or {}
+    argv = [str(part) for part in command]
+    if not argv or not argv[0]:
+        raise UserError("no command given: put it after '--', e.g. yolotui exec -- python train.py")
+    if any("\0" in part for part in argv):
+        raise UserError("the command contains a NUL character; remove it")
+    program = argv[0]
+    if os.sep in program:
+        path = Path(program) if os.path.isabs(program) else cwd / program
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise UserError(f"command {program!r} is not an executable file; check the path and its permissions")
+    elif shutil.which(program, path=env.get("PATH", os.environ.get("PATH"))) is None:
+        raise UserError(f"command {program!r} not found on PATH; give its full path or install it")
+    return argv
+
+
+def _reap_in_background(proc: subprocess.Popen) -> None:
+    """Collect the supervisor's exit status when it ends, so a long-lived launcher (the TUI) leaves no zombie."""
+    threading.Thread(target=proc.wait, name=f"reap-supervisor-{proc.pid}", daemon=True).start()
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1].strip() if lines else ""
+
+
+def launch(
+    run_dir: Path,
+    command: Sequence[str],
+    *,
+    name: str,
+    backend: str = "exec",
+    device: str | None = None,
+    max_attempts: int = 1,
+    env: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
+    backoff_s: float = policy.DEFAULT_BACKOFF_S,
+    cwd: Path | None = None,
+) -> RunStatus:
+    """Start `command` as a supervised, detached run in `run_dir`; returns its status once supervised.
+
+    `env` adds variables to the command's environment; `extra` adds options to run.yaml (e.g. `resume_args`,
+    `save_signal`, a backend's resolved options); `cwd` is the command's working folder (default: ours).
+    Raises UserError for an unwritable folder, a bad name, a missing program or a run that is still live,
+    always before anything detaches.
+    """
+    run_dir = Path(run_dir).resolve()
+    validate_name(name)
+    check_writable(run_dir.parent)
+    if run_dir.exists():
+        check_writable(run_dir)
+    if max_attempts < 1:
+        raise UserError(f"max attempts must be at least 1 (got {max_attempts})")
+    env = {str(k): str(v) for k, v in (env or {}).items()}
+    workdir = Path(cwd).resolve() if cwd is not None else Path.cwd()
+    argv = check_command(command, workdir, env)
+    extra = dict(extra or {})
+    clash = RESERVED_KEYS.intersection(extra)
+    if clash:
+        raise ValueError(f"extra options may not set {sorted(clash)}: they are launch() arguments")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"cannot create run folder {run_dir}: {exc.strerror}; choose another --project") from exc
+    if lock.is_held(run_dir):
+        raise UserError(f"run {run_dir} is live (its supervisor holds .lock): stop it first or use another name")
+
+    config: dict[str, Any] = {
+        "name": name,
+        "backend": backend,
+        "command": argv,
+        "cwd": str(workdir),
+        "device": device,
+        "env": env,
+        "restart": {"max_attempts": int(max_attempts), "backoff_s": float(backoff_s),
+                    "backoff_max_s": policy.DEFAULT_BACKOFF_MAX_S},
+        "created": time.time(),
+        **extra,
+    }
+    write_run_config(run_dir, config)
+    try:
+        (run_dir / STOP_REQUEST).unlink()  # a stale request from an earlier life of this folder
+    except FileNotFoundError:
+        pass
+    status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
+                       command=argv, backend=backend, device=device)
+    write_status(run_dir, status)
+    index.add(run_dir, name)
+
+    child_env = dict(os.environ)
+    root = str(package_root())
+    child_env["PYTHONPATH"] = root + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
+    start_argv, note = session_guard(supervisor_argv(run_dir), run_dir)
+    log_path = run_dir / SUPERVISOR_LOG
+    with open(log_path, "ab") as log_file:
+        if note:
+            log_file.write(f"launcher: {note}\n".encode())
+            log_file.flush()
+        proc = subprocess.Popen(  # an argv list, never a shell
+            start_argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=str(run_dir),
+            env=child_env,
+            close_fds=True,
+            start_new_session=True,
+        )
+    _reap_in_background(proc)
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if lock.is_held(run_dir):
+            break
+        if proc.poll() is not None and not lock.is_held(run_dir):
+            detail = _last_line(log_path) or f"exit code {proc.returncode}"
+            raise UserError(f"the supervisor of {run_dir} did not start: {detail} (see {log_path})")
+        time.sleep(0.02)
+    return read_status(run_dir) or status

@@ -1,0 +1,205 @@
+"""The restart policy: classify how an attempt ended and decide whether (and how) to try again.
+
+`decide(record, run_config, events_since_attempt)` is a pure function of what the supervisor saw, so it is
+easy to test and to extend. The classes today:
+
+- exit code 0 (and no stop requested)      -> finished, no retry
+- a stop was requested (yolotui stop, or the supervisor was told to stop)
+                                           -> stopped, no retry (whatever the exit code)
+- killed by a signal the supervisor did not send (SIGKILL from the OOM killer, `kill` by hand ...)
+                                           -> class `killed`, no retry: offered for resume
+- the command could not be started        -> class `data` (a configuration error), no retry
+- any other nonzero exit                   -> class `crash`, retried while attempts < max_attempts
+
+A later stream adds the classes `oom`, `comm`, `nan`, `data` from the trainer's `error` events (see
+`classify_events`) with remedies that change the command: a remedy returns `changes`, and the command for the
+next attempt is `command_for_attempt(run_config, attempt, changes)`, where the accumulated changes may set
+flags (`{"args": {"--batch-size": 8}}`) or environment variables (`{"env": {"NCCL_BLOCKING_WAIT": "1"}}`).
+On every retry the `resume_args` list from run.yaml (e.g. `["--resume"]`) is appended to the command.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+from yolotui.runs.layout import FAILED, FINISHED, STOPPED
+
+# Failure classes (DESIGN.md, "Supervision and recovery").
+OOM = "oom"
+COMM = "comm"
+NAN = "nan"
+DATA = "data"
+KILLED = "killed"
+CRASH = "crash"
+
+DEFAULT_BACKOFF_S = 2.0
+DEFAULT_BACKOFF_MAX_S = 60.0
+
+# Exit codes a shell or a trainer uses to say "I was ended by this signal" (128 + signal number).
+_SIGNAL_EXIT_CODES = {128 + s: s for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL)}
+
+
+@dataclass
+class Decision:
+    """What to do after an attempt ended.
+
+    `state` is the state to record when not retrying (finished, stopped or failed); `changes` are the
+    command/env changes this remedy adds for the next attempt; `remedy` says in words what will be done.
+    """
+
+    retry: bool
+    delay_s: float = 0.0
+    changes: dict[str, Any] = field(default_factory=dict)
+    remedy: str = ""
+    failure_class: str | None = None
+    state: str = FAILED
+    message: str = ""
+
+
+def restart_settings(run_config: dict[str, Any]) -> tuple[int, float, float]:
+    """(max_attempts, backoff_s, backoff_max_s) from run.yaml's `restart` mapping, with defaults."""
+    restart = run_config.get("restart") or {}
+    max_attempts = max(1, int(restart.get("max_attempts", 1)))
+    backoff = max(0.0, float(restart.get("backoff_s", DEFAULT_BACKOFF_S)))
+    backoff_max = max(backoff, float(restart.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S)))
+    return max_attempts, backoff, backoff_max
+
+
+def backoff_delay(attempt: int, base_s: float, max_s: float) -> float:
+    """Seconds to wait before attempt `attempt + 1`: doubling from `base_s`, capped at `max_s`."""
+    return min(max_s, base_s * (2 ** max(0, attempt - 1)))
+
+
+def signal_name(number: int | None) -> str:
+    """'SIGKILL' for 9; the number as text when unknown."""
+    if number is None:
+        return "?"
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def describe_exit(exit_code: int | None, exit_signal: int | None) -> str:
+    """'exit code 1' / 'killed by SIGKILL' / 'did not start'."""
+    if exit_signal is not None:
+        return f"killed by {signal_name(exit_signal)}"
+    if exit_code is None:
+        return "did not start"
+    return f"exit code {exit_code}"
+
+
+def classify_events(events: list[dict[str, Any]]) -> tuple[str | None, str]:
+    """The failure class and message named by the attempt's last `error` event, if any.
+
+    The trainer writes `error` events with a `kind` (oom, comm, data, nan, io, crash); this returns the last
+    one. Remedies for oom/comm/nan are added by a later stream; today they are treated as the class says but
+    retried like a crash (data is never retried).
+    """
+    for event in reversed(events):
+        if event.get("type") == "error":
+            kind = str(event.get("kind") or CRASH)
+            return kind, str(event.get("message") or "")
+    return None, ""
+
+
+def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_attempt: list[dict[str, Any]]) -> Decision:
+    """Decide what follows an attempt.
+
+    `record` is the attempt's entry in status.json's `attempts` plus two supervisor facts:
+    `stop_requested` (bool) and `signals_sent` (signal numbers the supervisor itself sent to the trainer).
+    `run_config` is run.yaml; `events_since_attempt` are the events the attempt wrote.
+    """
+    attempt = int(record.get("attempt") or 1)
+    exit_code = record.get("exit_code")
+    exit_signal = record.get("exit_signal")
+    how = describe_exit(exit_code, exit_signal)
+    max_attempts, backoff, backoff_max = restart_settings(run_config)
+
+    if record.get("stop_requested"):
+        return Decision(retry=False, state=STOPPED, message=f"stopped on request ({how})")
+    if record.get("spawn_error"):
+        return Decision(retry=False, state=FAILED, failure_class=DATA,
+                        message=f"cannot start the command: {record['spawn_error']}",
+                        remedy="fix the command (is it installed and on PATH?) and start a new run")
+    if exit_signal is None and exit_code == 0:
+        return Decision(retry=False, state=FINISHED, message="finished (exit code 0)")
+
+    sent = set(record.get("signals_sent") or ())
+    outside_signal = exit_signal if exit_signal is not None else _SIGNAL_EXIT_CODES.get(exit_code)
+    if outside_signal is not None and outside_signal not in sent:
+        return Decision(retry=False, state=FAILED, failure_class=KILLED,
+                        message=f"{how}, not sent by yolotui",
+                        remedy="not retried: something outside yolotui ended it (the OOM killer, a `kill`, "
+                               "a shutdown); resume it when the cause is gone")
+
+    event_class, event_message = classify_events(events_since_attempt)
+    failure_class = event_class or CRASH
+    message = f"{how}: {event_message}" if event_message else how
+    if failure_class == DATA:
+        return Decision(retry=False, state=FAILED, failure_class=DATA, message=message,
+                        remedy="not retried: fix the data set or configuration named above")
+    if attempt < max_attempts:
+        delay = backoff_delay(attempt, backoff, backoff_max)
+        resume = " with " + " ".join(run_config["resume_args"]) if run_config.get("resume_args") else ""
+        return Decision(retry=True, delay_s=delay, failure_class=failure_class, message=message,
+                        state=FAILED,
+                        remedy=f"retry {attempt + 1}/{max_attempts}{resume} after {delay:g} s")
+    return Decision(retry=False, state=FAILED, failure_class=failure_class, message=message,
+                    remedy=f"not retried: attempt limit reached ({max_attempts})")
+
+
+def merge_changes(so_far: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Accumulate remedy changes: later values of the same flag or variable win."""
+    merged: dict[str, Any] = {key: dict(value) if isinstance(value, dict) else value for key, value in so_far.items()}
+    for key, value in (new or {}).items():
+        if isinstance(value, dict):
+            merged.setdefault(key, {})
+            merged[key].update(value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def set_flag(argv: list[str], flag: str, value: Any) -> list[str]:
+    """`argv` with `flag` set to `value`: replaces `--flag v` or `--flag=v`, else appends `--flag value`.
+
+    A value of None removes the flag (and its value); True appends a bare flag.
+    """
+    out: list[str] = []
+    i = 0
+    found = False
+    while i < len(argv):
+        token = argv[i]
+        if token == flag or token.startswith(flag + "="):
+            found = True
+            takes_value = token == flag and i + 1 < len(argv) and not argv[i + 1].startswith("--")
+            i += 2 if takes_value else 1
+            if value is None:
+                continue
+            out.extend([flag] if value is True else [flag, str(value)])
+            continue
+        out.append(token)
+        i += 1
+    if not found and value is not None:
+        out.extend([flag] if value is True else [flag, str(value)])
+    return out
+
+
+def command_for_attempt(run_config: dict[str, Any], attempt: int, changes: dict[str, Any]) -> list[str]:
+    """The argv for attempt `attempt` (1-based): the command, plus `resume_args` on retries, plus flag changes."""
+    argv = [str(a) for a in run_config.get("command") or []]
+    if attempt > 1:
+        argv += [str(a) for a in run_config.get("resume_args") or []]
+    for flag, value in (changes.get("args") or {}).items():
+        argv = set_flag(argv, flag, value)
+    return argv
+
+
+def env_for_attempt(run_config: dict[str, Any], changes: dict[str, Any]) -> dict[str, str]:
+    """Environment additions for an attempt: run.yaml's `env`, then the remedies' `env` changes."""
+    env = {str(k): str(v) for k, v in (run_config.get("env") or {}).items()}
+    env.update({str(k): str(v) for k, v in (changes.get("env") or {}).items()})
+    return env

@@ -1,0 +1,61 @@
+"""Turning what the user typed (a path, or a run name) into a run folder."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+from yolotui.errors import UserError
+from yolotui.runs import index
+from yolotui.runs.layout import RESULTS_CSV, RUN_YAML, STATUS_JSON, WEIGHTS_DIR
+
+_RUN_MARKERS = (STATUS_JSON, RUN_YAML, RESULTS_CSV, WEIGHTS_DIR)
+
+
+def looks_like_run(folder: Path) -> bool:
+    """True when `folder` holds any of a run's files (status.json, run.yaml, results.csv, weights/)."""
+    return any((folder / marker).exists() for marker in _RUN_MARKERS)
+
+
+def _looks_like_path(value: str) -> bool:
+    return os.sep in value or value.startswith(("~", ".")) or (os.altsep is not None and os.altsep in value)
+
+
+def resolve_run(value: str) -> Path:
+    """The run folder `value` names: a path to a run folder, else a name in the index.
+
+    Names are matched exactly first, then as a unique suffix of an indexed name or path (`exec/exp3`,
+    `p3`). Raises UserError with close matches when nothing (or more than one run) matches.
+    """
+    if not value or not value.strip():
+        raise UserError("no run given: name a run (see `yolotui ls`) or give its folder")
+    candidate = Path(value).expanduser()
+    if candidate.is_dir():
+        if looks_like_run(candidate):
+            return candidate.resolve()
+        if _looks_like_path(value):
+            raise UserError(f"{candidate} is a folder but not a yolotui run (no status.json or run.yaml)")
+        # a plain name that happens to be a local folder: look it up in the index below
+
+    entries = index.entries()
+    exact = [e for e in entries if e.name == value]
+    if len(exact) == 1:
+        return Path(exact[0].path)
+    if len(exact) > 1:
+        raise UserError(f"run name {value!r} matches {len(exact)} runs: "
+                        + ", ".join(e.path for e in exact[:5]) + "; give the folder instead")
+    suffix = value.strip(os.sep)
+    by_suffix = {e.path: e for e in entries
+                 if e.name.endswith(suffix) or e.path.endswith(os.sep + suffix)}
+    if len(by_suffix) == 1:
+        return Path(next(iter(by_suffix)))
+    if len(by_suffix) > 1:
+        raise UserError(f"run {value!r} is ambiguous: it matches "
+                        + ", ".join(sorted(e.name for e in by_suffix.values())[:8])
+                        + "; give the full name or the folder")
+    names = sorted({e.name for e in entries})
+    close = difflib.get_close_matches(value, names, n=5, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see `yolotui ls` for the runs yolotui knows"
+    what = "no run folder or indexed run" if _looks_like_path(value) else "unknown run"
+    raise UserError(f"{what} {value!r}{hint}")

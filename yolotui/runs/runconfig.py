@@ -1,0 +1,63 @@
+"""run.yaml: what the supervisor runs (command, backend, restart policy, env additions, extra options).
+
+Written once by the launcher, read by the supervisor at start and by control (e.g. whether the command
+handles SIGUSR1). Keys: name, backend, command (argv list), cwd, device, env (mapping), restart
+(max_attempts, backoff_s, backoff_max_s), resume_args (argv appended on retries, optional), save_signal
+(bool: the command writes a checkpoint on SIGUSR1), created, plus any extra options a backend adds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from yolotui.errors import UserError
+from yolotui.runs.atomic import atomic_write_text
+from yolotui.runs.layout import RUN_YAML
+
+# Keys the job layer itself owns; extra options may not reuse them.
+RESERVED_KEYS = frozenset({"name", "backend", "command", "cwd", "device", "env", "restart", "created"})
+
+# Backends whose trainer writes a checkpoint on SIGUSR1 (for any other, run.yaml must say save_signal: true).
+SAVE_SIGNAL_BACKENDS = frozenset({"yolotui"})
+
+
+def run_yaml_path(run_dir: Path) -> Path:
+    """Where a run's run.yaml lives."""
+    return Path(run_dir) / RUN_YAML
+
+
+def write_run_config(run_dir: Path, config: dict[str, Any]) -> None:
+    """Atomically write run.yaml."""
+    import yaml
+
+    text = yaml.safe_dump(config, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    atomic_write_text(run_yaml_path(run_dir), text)
+
+
+def read_run_config(run_dir: Path) -> dict[str, Any]:
+    """Parse run.yaml; UserError naming the file when it is missing or not a mapping with a command."""
+    import yaml
+
+    path = run_yaml_path(run_dir)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror}); is this a yolotui run folder?") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise UserError(f"{path}{where}: not valid YAML; fix or recreate the run") from exc
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a mapping of options; fix or recreate the run")
+    command = data.get("command")
+    if not isinstance(command, list) or not command:
+        raise UserError(f"{path}: field 'command' must be a non-empty list of arguments")
+    return data
+
+
+def handles_save_signal(config: dict[str, Any]) -> bool:
+    """True when the run's command writes a checkpoint on SIGUSR1 (instead of dying of it)."""
+    if "save_signal" in config:
+        return bool(config["save_signal"])
+    return config.get("backend") in SAVE_SIGNAL_BACKENDS

@@ -1,0 +1,432 @@
+"""The detached supervisor of one run: `python -m yolotui.runs.supervisor RUN`.
+
+Started by the launcher in a new session with stdio to RUN/supervisor.log. It
+
+- holds the exclusive flock on RUN/.lock for its whole life (exits at once if another process holds it), so
+  "is the lock held" is the run's liveness everywhere;
+- ignores SIGHUP; treats SIGTERM/SIGINT sent to itself like `yolotui stop` (the run ends as `stopped`);
+- starts the command from run.yaml in its own session and process group, never through a shell, stdin from
+  /dev/null, stdout/stderr appended to RUN/train.log with a marker line per attempt, YOLOTUI_RUN_DIR and
+  YOLOTUI_ATTEMPT in its environment; the trainer gets SIGTERM if the supervisor dies (Linux), so an
+  interrupted run has nothing left running;
+- is the child subreaper of everything the trainer starts, so the processes a run leaves behind are reaped,
+  and after every attempt signals whatever is left in the trainer's process group (SIGTERM, then SIGKILL);
+- writes every transition to status.json (queued -> running -> [restarting -> running ...] -> finished /
+  failed / stopped, with stopping while a stop is under way), with an `attempts` history, and asks
+  `policy.decide` what follows each attempt.
+
+Stopping: `yolotui stop` (control.stop) writes RUN/stop.request; the supervisor sees it within a poll
+(0.1 s), records the state `stopping`, sends SIGTERM to the trainer's process group (SIGKILL at once when
+forced), SIGKILL after the grace period, records both times in status.json's `stop`, and ends as `stopped`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from yolotui.errors import UserError
+from yolotui.runs import lock, policy, procs
+from yolotui.runs.atomic import read_json
+from yolotui.runs.events import EventFollower
+from yolotui.runs.layout import (
+    EVENTS_JSONL,
+    FAILED,
+    RESTARTING,
+    RUNNING,
+    STOP_REQUEST,
+    STOPPED,
+    STOPPING,
+    TRAIN_LOG,
+)
+from yolotui.runs.runconfig import read_run_config
+from yolotui.runs.status import RunStatus, read_status, write_status
+
+POLL_S = 0.1
+DEFAULT_GRACE_S = 30.0
+LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
+LOCK_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _libc() -> Any | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def _now_iso(ts: float | None = None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts if ts is not None else time.time()))
+
+
+def log(message: str) -> None:
+    """A timestamped line on the supervisor's own log (its stdout is RUN/supervisor.log)."""
+    print(f"[{_now_iso()}] {message}", flush=True)
+
+
+class Supervisor:
+    """Runs the attempts of one run and records them; see the module docstring."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir).resolve()
+        self.pid = os.getpid()
+        self.libc = _libc()
+        self.status = RunStatus()
+        self.config: dict[str, Any] = {}
+        self.trainer: subprocess.Popen | None = None
+        self.trainer_pgid: int | None = None
+        self.trainer_wait_status: int | None = None
+        self.outside_stop: int | None = None  # a SIGTERM/SIGINT sent to the supervisor itself
+        self.stop: dict[str, Any] | None = None
+        self.signals_sent: list[int] = []
+
+    # -- signals and status ---------------------------------------------------------------------------------
+    def install_signal_handlers(self) -> None:
+        """Ignore hangups; turn SIGTERM/SIGINT to the supervisor into a stop request."""
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+        def on_stop_signal(signum, _frame):
+            self.outside_stop = signum
+
+        signal.signal(signal.SIGTERM, on_stop_signal)
+        signal.signal(signal.SIGINT, on_stop_signal)
+        if self.libc is not None:
+            # Orphans of the trainer are re-parented to us and reaped, even where PID 1 reaps nothing.
+            self.libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+    def save(self) -> None:
+        """Write status.json."""
+        write_status(self.run_dir, self.status)
+
+    # -- stop handling --------------------------------------------------------------------------------------
+    def stop_wanted(self) -> dict[str, Any] | None:
+        """The pending stop request (from RUN/stop.request or a signal to the supervisor), if any."""
+        if self.stop is not None:
+            return self.stop
+        request = None
+        path = self.run_dir / STOP_REQUEST
+        if path.exists():
+            request = read_json(path) or {}
+            request.setdefault("by", "yolotui stop")
+        elif self.outside_stop is not None:
+            request = {"by": f"{policy.signal_name(self.outside_stop)} to the supervisor"}
+        if request is None:
+            return None
+        self.stop = {
+            "requested": float(request.get("requested") or time.time()),
+            "by": str(request.get("by")),
+            "force": bool(request.get("force", False)),
+            "grace_s": float(request.get("grace_s", DEFAULT_GRACE_S)),
+            "term_sent": None,
+            "kill_sent": None,
+        }
+        log(f"stop requested by {self.stop['by']} (force={self.stop['force']}, grace {self.stop['grace_s']:g} s)")
+        return self.stop
+
+    def advance_stop(self) -> None:
+        """Send the stop's signals when due: SIGTERM (SIGKILL if forced) now, SIGKILL after the grace."""
+        stop = self.stop
+        if stop is None or self.trainer_pgid is None:
+            return
+        now = time.time()
+        changed = False
+        if stop["term_sent"] is None and stop["kill_sent"] is None:
+            sig = signal.SIGKILL if stop["force"] else signal.SIGTERM
+            self.send_group(sig)
+            stop["kill_sent" if stop["force"] else "term_sent"] = now
+            changed = True
+        elif stop["kill_sent"] is None and now - stop["term_sent"] >= stop["grace_s"]:
+            log(f"trainer still running {stop['grace_s']:g} s after SIGTERM: sending SIGKILL")
+            self.send_group(signal.SIGKILL)
+            stop["kill_sent"] = now
+            changed = True
+        if changed or self.status.state != STOPPING:
+            self.status.state = STOPPING
+            self.status.stop = dict(stop)
+            self.save()
+
+    def send_group(self, sig: int) -> None:
+        """Signal the trainer's process group, remembering that we sent it."""
+        if self.trainer_pgid is None:
+            return
+        self.signals_sent.append(int(sig))
+        if procs.signal_group(self.trainer_pgid, sig):
+            log(f"sent {policy.signal_name(sig)} to process group {self.trainer_pgid}")
+
+    # -- children -------------------------------------------------------------------------------------------
+    def reap(self) -> None:
+        """Collect every exited child (the trainer, and orphans handed to us as subreaper)."""
+        while True:
+            try:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.trainer is not None and pid == self.trainer.pid:
+                self.trainer_wait_status = wait_status
+                self.trainer.returncode = os.waitstatus_to_exitcode(wait_status)
+
+    def child_setup(self) -> None:
+        """Runs in the forked child before exec: default SIGHUP, die with the supervisor (Linux)."""
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        if self.libc is not None:
+            self.libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != self.pid:  # the supervisor died before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def spawn(self, argv: list[str], env: dict[str, str]) -> None:
+        """Start the trainer in its own session/process group, stdout and stderr appended to train.log."""
+        cwd = self.config.get("cwd") or str(self.run_dir)
+        with open(self.run_dir / TRAIN_LOG, "ab") as log_file:
+            self.trainer = subprocess.Popen(  # an argv list from run.yaml, never a shell
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=env,
+                close_fds=True,
+                start_new_session=True,
+                preexec_fn=self.child_setup,  # safe: the supervisor is single-threaded
+            )
+        self.trainer_pgid = self.trainer.pid
+        self.trainer_wait_status = None
+
+    def wait_for_trainer(self) -> None:
+        """Poll until the trainer exits, acting on stop requests as they come."""
+        while self.trainer_wait_status is None:
+            if self.stop_wanted() is not None:
+                self.advance_stop()
+            self.reap()
+            if self.trainer_wait_status is None:
+                time.sleep(POLL_S)
+
+    def clear_group(self) -> None:
+        """Signal what is left of the trainer's process group after the trainer exited, and reap it."""
+        pgid = self.trainer_pgid
+        if pgid is None or not procs.group_members(pgid):
+            return
+        log(f"processes left in group {pgid} after the trainer exited: sending SIGTERM")
+        procs.signal_group(pgid, signal.SIGTERM)
+        grace = LEFTOVER_GRACE_S if self.stop is None else min(LEFTOVER_GRACE_S, self.stop["grace_s"])
+        deadline = time.time() + grace
+        while procs.group_members(pgid) and time.time() < deadline:
+            self.reap()
+            time.sleep(POLL_S)
+        if procs.group_members(pgid):
+            log(f"sending SIGKILL to what is left of group {pgid}")
+            procs.signal_group(pgid, signal.SIGKILL)
+            deadline = time.time() + 5.0
+            while procs.group_members(pgid) and time.time() < deadline:
+                self.reap()
+                time.sleep(POLL_S / 2)
+        self.reap()
+
+    # -- train.log markers ----------------------------------------------------------------------------------
+    def marker(self, text: str) -> None:
+        """Append a marker line to train.log, on a line of its own."""
+        path = self.run_dir / TRAIN_LOG
+        prefix = ""
+        try:
+            with open(path, "rb") as handle:
+                if handle.seek(0, os.SEEK_END) > 0:
+                    handle.seek(-1, os.SEEK_END)
+                    prefix = "" if handle.read(1) == b"\n" else "\n"
+        except OSError:
+            pass
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{prefix}===== yolotui: {text} =====\n")
+
+    # -- the attempt loop -----------------------------------------------------------------------------------
+    def attempt_env(self, attempt: int, changes: dict[str, Any]) -> dict[str, str]:
+        """The trainer's environment: ours, run.yaml's additions and remedies, the run dir and attempt."""
+        env = dict(os.environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        env.update(policy.env_for_attempt(self.config, changes))
+        env["YOLOTUI_RUN_DIR"] = str(self.run_dir)
+        env["YOLOTUI_ATTEMPT"] = str(attempt)
+        return env
+
+    def finish(self, state: str, message: str, record: dict[str, Any] | None = None,
+               failure_class: str | None = None) -> None:
+        """Record the final state."""
+        self.status.state = state
+        self.status.ended = time.time()
+        self.status.trainer_pid = None
+        self.status.message = message
+        self.status.failure_class = failure_class
+        if record is not None:
+            self.status.exit_code = record.get("exit_code")
+            self.status.exit_signal = record.get("exit_signal")
+        if self.stop is not None:
+            self.status.stop = dict(self.stop)
+        self.save()
+        log(f"run {state}: {message}")
+
+    def run(self) -> int:
+        """Run attempts until the policy says stop; returns the supervisor's exit code."""
+        self.config = read_run_config(self.run_dir)
+        max_attempts, _, _ = policy.restart_settings(self.config)
+        previous = read_status(self.run_dir)
+        self.status = previous if previous is not None else RunStatus()
+        self.status.name = self.status.name or str(self.config.get("name") or self.run_dir.name)
+        self.status.run_dir = str(self.run_dir)
+        self.status.command = [str(a) for a in self.config["command"]]
+        self.status.backend = str(self.config.get("backend") or "exec")
+        self.status.device = self.config.get("device")
+        self.status.max_attempts = max_attempts
+        self.status.supervisor_pid = self.pid
+        self.status.started = time.time()
+        self.status.ended = None
+        self.status.attempt = 0
+        self.status.attempts = []
+        self.status.remedies = []
+        self.status.stop = None
+        log(f"supervising {self.run_dir} (pid {self.pid}, up to {max_attempts} attempt(s))")
+
+        changes: dict[str, Any] = {}
+        attempt = 0
+        while True:
+            attempt += 1
+            if self.stop_wanted() is not None:
+                self.finish(STOPPED, f"stopped on request before attempt {attempt} started")
+                return 0
+            argv = policy.command_for_attempt(self.config, attempt, changes)
+            record: dict[str, Any] = {
+                "attempt": attempt, "started": time.time(), "ended": None, "exit_code": None,
+                "exit_signal": None, "failure_class": None, "message": None, "remedy": None,
+                "changes": {}, "command": argv,
+            }
+            self.status.attempt = attempt
+            self.status.attempts.append(record)
+            events = EventFollower(self.run_dir / EVENTS_JSONL, offset=_size(self.run_dir / EVENTS_JSONL))
+            self.marker(f"attempt {attempt}/{max_attempts} started {_now_iso()}: {_display(argv)}")
+            self.signals_sent = []
+            spawn_error = None
+            try:
+                self.spawn(argv, self.attempt_env(attempt, changes))
+            except OSError as exc:
+                spawn_error = f"{argv[0]}: {exc.strerror or exc}"
+                self.trainer_pgid = None
+                log(f"cannot start {_display(argv)}: {spawn_error}")
+            else:
+                self.status.state = STOPPING if self.stop is not None else RUNNING
+                self.status.trainer_pid = self.trainer.pid
+                self.save()
+                log(f"attempt {attempt}: started pid {self.trainer.pid}: {_display(argv)}")
+                self.wait_for_trainer()
+                wait_status = self.trainer_wait_status
+                if os.WIFSIGNALED(wait_status):
+                    record["exit_signal"] = os.WTERMSIG(wait_status)
+                else:
+                    record["exit_code"] = os.waitstatus_to_exitcode(wait_status)
+                self.clear_group()
+            record["ended"] = time.time()
+            self.status.trainer_pid = None
+            attempt_events = [e for e in events.poll() if e.get("attempt", attempt) == attempt]
+            facts = {**record, "stop_requested": self.stop_wanted() is not None,
+                     "signals_sent": list(self.signals_sent), "spawn_error": spawn_error}
+            decision = policy.decide(facts, self.config, attempt_events)
+            record.update(failure_class=decision.failure_class, message=decision.message,
+                          remedy=decision.remedy, changes=decision.changes)
+            how = policy.describe_exit(record["exit_code"], record["exit_signal"])
+            self.marker(f"attempt {attempt} ended {_now_iso()}: {how}; {decision.remedy or decision.state}")
+            log(f"attempt {attempt} ended: {how} -> {decision.failure_class or decision.state}; {decision.remedy}")
+            if not decision.retry:
+                self.finish(decision.state, decision.message, record, decision.failure_class)
+                return 0
+            changes = policy.merge_changes(changes, decision.changes)
+            self.status.remedies.append({"attempt": attempt + 1, "failure_class": decision.failure_class,
+                                         "remedy": decision.remedy, "changes": decision.changes})
+            self.status.state = RESTARTING
+            self.status.message = f"{decision.message}; {decision.remedy}"
+            self.status.failure_class = decision.failure_class
+            self.status.exit_code = record["exit_code"]
+            self.status.exit_signal = record["exit_signal"]
+            self.save()
+            deadline = time.time() + decision.delay_s
+            while time.time() < deadline and self.stop_wanted() is None:
+                self.reap()
+                time.sleep(POLL_S)
+
+    def fail(self, message: str) -> None:
+        """Record a failure of the supervisor itself, after ending the trainer's group."""
+        if self.trainer_pgid is not None and procs.group_members(self.trainer_pgid):
+            self.send_group(signal.SIGKILL)
+        self.status.supervisor_pid = self.pid
+        self.status.run_dir = self.status.run_dir or str(self.run_dir)
+        self.status.name = self.status.name or self.run_dir.name
+        self.finish(FAILED, message, failure_class="supervisor")
+
+
+def _display(argv: list[str]) -> str:
+    """The command as one shell-quoted line (newlines shown as \\n) for logs and markers."""
+    return shlex.join(argv).replace("\n", "\\n")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def acquire_lock(run_dir: Path) -> int | None:
+    """Take RUN/.lock, retrying briefly past readers' momentary shared probes; None if really held."""
+    for _ in range(LOCK_TRIES):
+        fd = lock.acquire(run_dir)
+        if fd is not None:
+            return fd
+        time.sleep(0.05)
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: supervise the run folder given as the only argument."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m yolotui.runs.supervisor RUN_DIR", file=sys.stderr)
+        return 2
+    run_dir = Path(args[0]).resolve()
+    if not run_dir.is_dir():
+        print(f"supervisor: {run_dir} is not a folder", file=sys.stderr)
+        return 2
+    fd = acquire_lock(run_dir)
+    if fd is None:
+        log(f"another supervisor holds {run_dir / '.lock'}; exiting")
+        return 3
+    supervisor = Supervisor(run_dir)
+    supervisor.install_signal_handlers()
+    try:
+        return supervisor.run()
+    except UserError as exc:
+        log(f"error: {exc}")
+        supervisor.fail(str(exc))
+        return 2
+    except BaseException as exc:  # record any crash of the supervisor itself, then exit
+        log("supervisor error:\n" + traceback.format_exc())
+        supervisor.fail(f"supervisor error: {type(exc).__name__}: {exc}")
+        return 1
+    finally:
+        try:
+            (run_dir / STOP_REQUEST).unlink()
+        except OSError:
+            pass
+        os.close(fd)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
