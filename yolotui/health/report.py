@@ -1,0 +1,220 @@
+"""A run's full diagnosis before a resume (checkpoints, drift, environment, logout survival) and its text form.
+
+`diagnose_run(run_dir)` is what `yolotui doctor RUN` and the TUI's resume wizard show. `recommended`
+is one of RECOMMENDATIONS; `advice` says it in a sentence naming the checkpoint to use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from yolotui.health.drift import DriftItem, check_drift, first_start_event
+from yolotui.health.environment import EnvironmentReport, diagnose_environment
+from yolotui.health.logind import LogindInfo, check_logind
+from yolotui.health.verdict import (
+    CORRUPT,
+    FINISHED,
+    INCOMPLETE,
+    MISSING,
+    RESUMABLE,
+    CheckpointVerdict,
+    diagnose_checkpoint,
+)
+from yolotui.runs.layout import BEST_PT, LAST_PT, LIVE_STATES, RUN_YAML, weights_dir
+from yolotui.runs.status import effective_state, read_status
+
+RESUME = "resume"
+RESUME_FALLBACK = "resume-from-fallback"
+EXTEND = "extend-or-finetune"
+FINETUNE = "finetune"
+RESTART = "restart"
+LIVE = "running"
+RECOMMENDATIONS = (RESUME, RESUME_FALLBACK, EXTEND, FINETUNE, RESTART, LIVE)
+
+
+@dataclass
+class RunDiagnosis:
+    """Everything doctor knows about a run; `recommended` is one of RECOMMENDATIONS."""
+
+    run_dir: str
+    last: CheckpointVerdict
+    best: CheckpointVerdict
+    recommended: str
+    drift: list[DriftItem] = field(default_factory=list)
+    environment: EnvironmentReport | None = None
+    last_failure: dict[str, Any] | None = None
+    # Added beyond /work/interfaces.md:
+    advice: str = ""
+    recommended_checkpoint: str | None = None
+    state: str | None = None
+    notes: list[str] = field(default_factory=list)
+    logind: LogindInfo | None = None
+    deep: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form."""
+        return asdict(self)
+
+
+def format_age(seconds: float | None) -> str:
+    """'42 s', '7 min', '3.2 h', '5.0 d'."""
+    if seconds is None:
+        return "?"
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def _planned_epochs(run_dir: Path) -> int | None:
+    from yolotui.health.drift import _load_yaml
+
+    run_yaml, _ = _load_yaml(run_dir / RUN_YAML)
+    if isinstance(run_yaml, dict):
+        for holder in (run_yaml, run_yaml.get("opt") if isinstance(run_yaml.get("opt"), dict) else {}):
+            value = holder.get("epochs")
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+    return None
+
+
+def _recommend(last: CheckpointVerdict, best: CheckpointVerdict, state: str | None) -> tuple[str, str, str | None]:
+    if state in LIVE_STATES:
+        return LIVE, "the run is live: nothing to resume (stop it first to change anything)", None
+    if last.verdict == RESUMABLE:
+        return RESUME, f"resume from {Path(last.path).name} at epoch {last.epoch}/{last.total_epochs}", last.path
+    if last.verdict == FINISHED:
+        return EXTEND, (f"training finished ({last.epoch} epochs): extend it with more epochs or fine-tune "
+                        f"from {Path(last.path).name}"), last.path
+    if last.verdict in (CORRUPT, MISSING) and last.fallback:
+        name = Path(last.fallback).name
+        what = "is damaged" if last.verdict == CORRUPT else "is missing"
+        if last.fallback_verdict == RESUMABLE:
+            return RESUME_FALLBACK, (f"{Path(last.path).name} {what}: resume from {name} "
+                                     f"(epoch {last.fallback_epoch})"), last.fallback
+        if last.fallback_verdict == FINISHED:
+            return EXTEND, f"{Path(last.path).name} {what}: extend or fine-tune from {name}", last.fallback
+        return FINETUNE, f"{Path(last.path).name} {what}: fine-tune from {name} (it cannot resume)", last.fallback
+    if last.verdict == INCOMPLETE:
+        return FINETUNE, f"{Path(last.path).name} lacks what a resume needs: fine-tune from it", last.path
+    if best.verdict in (RESUMABLE, FINISHED, INCOMPLETE):
+        return FINETUNE, f"no usable last.pt: fine-tune from {Path(best.path).name}", best.path
+    return RESTART, "no usable checkpoint: start the run again", None
+
+
+def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, verify_hash: bool = True) \
+        -> RunDiagnosis:
+    """Diagnose a run directory: last.pt and best.pt verdicts, drift, environment, logout survival, advice."""
+    run_dir = Path(run_dir)
+    status = read_status(run_dir)
+    state = effective_state(run_dir, status) if status is not None else None
+    total = _planned_epochs(run_dir)
+    folder = weights_dir(run_dir)
+    last = diagnose_checkpoint(folder / LAST_PT, total, verify_hash=verify_hash)
+    best = diagnose_checkpoint(folder / BEST_PT, total, verify_hash=verify_hash, find_fallback=False)
+    recommended, advice, chosen = _recommend(last, best, state)
+    notes: list[str] = []
+    if last.mtime is not None and best.mtime is not None and best.mtime > last.mtime + 1:
+        notes.append(f"last.pt is older than best.pt (by {format_age(best.mtime - last.mtime)}): "
+                     "the last save did not land; best.pt may hold later training")
+    if last.age_s is not None:
+        notes.append(f"last.pt written {format_age(last.age_s)} ago")
+    info = last.info if last.info and (last.info.opt or last.info.hyp) else best.info
+    drift = check_drift(run_dir, info.opt if info else None, info.hyp if info else None) \
+        if info and (info.opt or info.hyp) else check_drift(run_dir, {}, {})
+    if drift and recommended in (RESUME, RESUME_FALLBACK):
+        advice += "; the config changed since the start (see drift): review it before resuming"
+    start = first_start_event(run_dir)
+    env_report = None
+    if environment:
+        versions = None
+        for verdict in (last, best):
+            if verdict.info and verdict.info.versions:
+                versions = verdict.info.versions
+                break
+        env_report = diagnose_environment(versions, start)
+    last_failure = None
+    if status is not None and (status.failure_class or status.exit_code not in (None, 0) or status.exit_signal):
+        last_failure = {"failure_class": status.failure_class, "message": status.message,
+                        "exit_code": status.exit_code, "exit_signal": status.exit_signal,
+                        "attempt": status.attempt, "ended": status.ended}
+    return RunDiagnosis(run_dir=str(run_dir), last=last, best=best, recommended=recommended, drift=drift,
+                        environment=env_report, last_failure=last_failure, advice=advice,
+                        recommended_checkpoint=chosen, state=state, notes=notes,
+                        logind=check_logind() if logind else None)
+
+
+def _verdict_lines(label: str, verdict: CheckpointVerdict) -> list[str]:
+    head = f"{label:<9} {verdict.verdict.upper()}"
+    if verdict.verdict != MISSING:
+        facts = []
+        if verdict.epoch is not None:
+            facts.append(f"epoch {verdict.epoch}/{verdict.total_epochs if verdict.total_epochs is not None else '?'}")
+        if verdict.step:
+            facts.append(f"batch {verdict.step}")
+        if verdict.best_fitness is not None:
+            facts.append(f"best fitness {verdict.best_fitness:.4f}")
+        if verdict.size is not None:
+            facts.append(f"{verdict.size / 1e6:.1f} MB")
+        if verdict.age_s is not None:
+            facts.append(f"{format_age(verdict.age_s)} old")
+        if verdict.kind and verdict.kind != "unknown":
+            facts.append(f"{verdict.kind} format")
+        if facts:
+            head += "  (" + ", ".join(facts) + ")"
+    return [head] + [f"          - {reason}" for reason in verdict.reasons]
+
+
+def render_checkpoint_text(verdict: CheckpointVerdict) -> str:
+    """The plain-text report for a single checkpoint file."""
+    lines = [f"checkpoint {verdict.path}", *_verdict_lines("verdict", verdict)]
+    return "\n".join(lines) + "\n"
+
+
+def render_text(diagnosis: RunDiagnosis) -> str:
+    """The plain-text report `yolotui doctor RUN` prints."""
+    lines = [f"run       {diagnosis.run_dir}" + (f"  [{diagnosis.state}]" if diagnosis.state else "")]
+    lines += _verdict_lines("last.pt", diagnosis.last)
+    lines += _verdict_lines("best.pt", diagnosis.best)
+    lines += [f"          note: {note}" for note in diagnosis.notes]
+    if diagnosis.last_failure:
+        failure = diagnosis.last_failure
+        lines.append(f"failure   {failure.get('failure_class') or 'exit'}: "
+                     f"{failure.get('message') or 'exit code ' + str(failure.get('exit_code'))}")
+    if diagnosis.drift:
+        lines.append(f"drift     {len(diagnosis.drift)} change(s) since the start:")
+        for item in diagnosis.drift[:30]:
+            lines.append(f"          {item.file}: {item.key}: {_short(item.was)} -> {_short(item.now)}")
+    else:
+        lines.append("drift     none")
+    if diagnosis.environment is not None:
+        env = diagnosis.environment.current
+        gpu = ", ".join(d.get("name", "?") for d in env.get("devices") or []) or "no CUDA GPU"
+        lines.append(f"env       torch {env.get('torch') or '-'}, torchvision {env.get('torchvision') or '-'}, "
+                     f"CUDA {env.get('cuda') or '-'}, {gpu}" + ("  (cached probe)" if diagnosis.environment.cached else ""))
+        for issue in diagnosis.environment.issues:
+            lines.append(f"          {issue.severity}: {issue.what}: {_short(issue.recorded)} -> {_short(issue.now)}: "
+                         f"{issue.advice}")
+    if diagnosis.logind is not None:
+        lines.append(f"logout    {diagnosis.logind.strategy}: {diagnosis.logind.advice}")
+    if diagnosis.deep is not None:
+        lines.append(f"deep      {_deep_line(diagnosis.deep)}")
+    lines.append(f"advice    {diagnosis.recommended}: {diagnosis.advice}")
+    return "\n".join(lines) + "\n"
+
+
+def _deep_line(deep: dict[str, Any]) -> str:
+    if deep.get("ok"):
+        return f"torch.load(weights_only=True) loaded it ({len(deep.get('keys') or [])} keys)"
+    return f"torch.load(weights_only=True) refused it: {deep.get('error')}"
+
+
+def _short(value: Any, width: int = 40) -> str:
+    text = "(absent)" if value is None else str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,228 @@
+"""GPU readings through NVML (nvidia-ml-py, imported as `pynvml`), robust to anything NVML may say.
+
+Every NVML call goes through `query()`, which turns an NVMLError into None ("not available") for that
+one reading, so an unsupported fan sensor or a permission-restricted power reading never hides the
+rest. A missing library or driver, or no GPU at all, gives a snapshot with `available=False`, a reason
+a user can read, and the host's CPU and memory. A GPU that falls off the bus mid-run shows up as a
+reading with `error` set; a dead NVML is re-initialised on a later sample.
+
+The NVML module is injectable (`GpuSampler(nvml=fake)`) so all of this is tested without a GPU.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from yolotui.telemetry.host import HostReading, read_host
+
+HOT_TEMPERATURE_C = 85
+HIGH_MEMORY_FRACTION = 0.90
+REINIT_AFTER_S = 30.0
+
+# NVML return codes (nvml.h), compared by value so any NVMLError subclass works.
+ERROR_UNINITIALIZED = 1
+ERROR_NOT_FOUND = 6
+ERROR_DRIVER_NOT_LOADED = 9
+ERROR_LIBRARY_NOT_FOUND = 12
+ERROR_GPU_IS_LOST = 15
+ERRORS_DEVICE_GONE = frozenset({ERROR_NOT_FOUND, ERROR_GPU_IS_LOST})
+
+
+@dataclass
+class GpuReading:
+    """One GPU's readings; None where NVML could not give that reading."""
+
+    index: int
+    name: str | None = None
+    temperature_c: float | None = None
+    memory_used_mb: float | None = None
+    memory_total_mb: float | None = None
+    utilization_pct: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    fan_pct: float | None = None
+    processes: list[tuple[int, float | None]] = field(default_factory=list)  # (pid, used MiB)
+    hot: bool = False  # temperature >= HOT_TEMPERATURE_C
+    memory_high: bool = False  # memory used >= HIGH_MEMORY_FRACTION of total
+    # Added beyond /work/interfaces.md:
+    own_pids: list[int] = field(default_factory=list)  # the run's processes on this GPU
+    own_memory_mb: float | None = None  # their memory, where NVML reports it
+    error: str | None = None  # set when the GPU itself stopped answering (fell off the bus)
+
+    @property
+    def memory_fraction(self) -> float | None:
+        """Memory used as a fraction of total, or None."""
+        if self.memory_used_mb is None or not self.memory_total_mb:
+            return None
+        return self.memory_used_mb / self.memory_total_mb
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form."""
+        return asdict(self)
+
+
+@dataclass
+class GpuSnapshot:
+    """All GPUs at one instant, or `available=False` with the reason; the host readings either way."""
+
+    ts: float
+    available: bool
+    reason: str | None
+    gpus: list[GpuReading]
+    host: HostReading
+    driver_version: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form."""
+        return asdict(self)
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class GpuSampler:
+    """Takes GPU snapshots; initialises NVML lazily and survives every NVML failure."""
+
+    def __init__(self, nvml: Any = None, own_pids: Iterable[int] = ()) -> None:
+        self._nvml = nvml
+        self._injected = nvml is not None
+        self._ready = False
+        self._failure: str | None = None
+        self._failed_at = 0.0
+        self._permanent = False
+        self.own_pids: set[int] = set(own_pids)
+
+    # -- NVML plumbing ---------------------------------------------------------------------------
+    def _error_type(self) -> type[BaseException]:
+        return getattr(self._nvml, "NVMLError", Exception)
+
+    def query(self, func: Callable[..., Any], *args: Any) -> Any:
+        """`func(*args)`, or None when NVML raises (that reading is not available); other errors pass."""
+        try:
+            return func(*args)
+        except self._error_type():
+            return None
+
+    def _init(self) -> str | None:
+        """Initialise NVML; None on success, else the reason there are no readings."""
+        if self._ready:
+            return None
+        if self._permanent or (self._failure and time.monotonic() - self._failed_at < REINIT_AFTER_S):
+            return self._failure
+        if self._nvml is None:
+            try:
+                import pynvml
+            except ImportError:
+                self._permanent = True
+                return self._fail("nvidia-ml-py is not installed (pip install nvidia-ml-py): no GPU readings")
+            self._nvml = pynvml
+        try:
+            self._nvml.nvmlInit()
+        except self._error_type() as exc:
+            code = getattr(exc, "value", None)
+            if code == ERROR_LIBRARY_NOT_FOUND:
+                self._permanent = True
+                return self._fail("no NVIDIA GPU: the NVIDIA driver library (libnvidia-ml.so) is not installed")
+            if code == ERROR_DRIVER_NOT_LOADED:
+                return self._fail("no NVIDIA GPU: the NVIDIA driver is not loaded")
+            return self._fail(f"no NVIDIA GPU: NVML failed to start ({_text(exc) or type(exc).__name__})")
+        except OSError as exc:
+            self._permanent = True
+            return self._fail(f"no NVIDIA GPU: NVML could not be loaded ({exc})")
+        self._ready = True
+        self._failure = None
+        return None
+
+    def _fail(self, reason: str) -> str:
+        self._failure = reason
+        self._failed_at = time.monotonic()
+        return reason
+
+    def _lost(self, reason: str) -> str:
+        """NVML stopped answering after init: shut it down and try again on a later sample."""
+        self._ready = False
+        try:
+            self._nvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001 - it is already broken
+            pass
+        return self._fail(reason)
+
+    def close(self) -> None:
+        """Shut NVML down (safe to call twice)."""
+        if self._ready:
+            self._ready = False
+            self.query(self._nvml.nvmlShutdown)
+
+    # -- readings ------------------------------------------------------------------------------------
+    def sample(self, own_pids: Iterable[int] | None = None) -> GpuSnapshot:
+        """One snapshot of every GPU (the run's processes, `own_pids` or the sampler's, marked)."""
+        own = set(own_pids) if own_pids is not None else self.own_pids
+        host = read_host()
+        now = time.time()
+        reason = self._init()
+        if reason:
+            return GpuSnapshot(now, False, reason, [], host)
+        nvml = self._nvml
+        try:
+            count = int(nvml.nvmlDeviceGetCount())
+        except self._error_type() as exc:
+            return GpuSnapshot(now, False, self._lost(f"NVML stopped answering: {_text(exc)}"), [], host)
+        if count == 0:
+            return GpuSnapshot(now, False, "no NVIDIA GPU found (the driver sees none)", [], host)
+        driver = _text(self.query(nvml.nvmlSystemGetDriverVersion)) if hasattr(nvml, "nvmlSystemGetDriverVersion") \
+            else None
+        gpus = [self._read_gpu(index, own) for index in range(count)]
+        return GpuSnapshot(now, True, None, gpus, host, driver)
+
+    def _read_gpu(self, index: int, own: set[int]) -> GpuReading:
+        nvml = self._nvml
+        reading = GpuReading(index=index)
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        except self._error_type() as exc:
+            code = getattr(exc, "value", None)
+            reading.error = "GPU fell off the bus (lost)" if code in ERRORS_DEVICE_GONE else \
+                f"GPU not readable: {_text(exc)}"
+            return reading
+        reading.name = _text(self.query(nvml.nvmlDeviceGetName, handle))
+        temperature = self.query(nvml.nvmlDeviceGetTemperature, handle, getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
+        reading.temperature_c = float(temperature) if temperature is not None else None
+        memory = self.query(nvml.nvmlDeviceGetMemoryInfo, handle)
+        if memory is not None:
+            reading.memory_used_mb = memory.used / 2**20
+            reading.memory_total_mb = memory.total / 2**20
+        utilization = self.query(nvml.nvmlDeviceGetUtilizationRates, handle)
+        reading.utilization_pct = float(utilization.gpu) if utilization is not None else None
+        power = self.query(nvml.nvmlDeviceGetPowerUsage, handle)
+        reading.power_w = power / 1000.0 if power is not None else None
+        limit = self.query(nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+        reading.power_limit_w = limit / 1000.0 if limit is not None else None
+        fan = self.query(nvml.nvmlDeviceGetFanSpeed, handle)
+        reading.fan_pct = float(fan) if fan is not None else None
+        reading.processes = self._processes(handle)
+        reading.own_pids = sorted(pid for pid, _ in reading.processes if pid in own)
+        own_memory = [mb for pid, mb in reading.processes if pid in own and mb is not None]
+        reading.own_memory_mb = sum(own_memory) if own_memory else None
+        reading.hot = reading.temperature_c is not None and reading.temperature_c >= HOT_TEMPERATURE_C
+        fraction = reading.memory_fraction
+        reading.memory_high = fraction is not None and fraction >= HIGH_MEMORY_FRACTION
+        return reading
+
+    def _processes(self, handle: Any) -> list[tuple[int, float | None]]:
+        memory_by_pid: dict[int, float | None] = {}
+        for name in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            func = getattr(self._nvml, name, None)
+            listed = self.query(func, handle) if func is not None else None
+            for process in listed or []:
+                pid = int(getattr(process, "pid", 0) or 0)
+                used = getattr(process, "usedGpuMemory", None)
+                mb = used / 2**20 if isinstance(used, (int, float)) and used >= 0 else None
+                previous = memory_by_pid.get(pid)
+                memory_by_pid[pid] = mb if previous is None else previous + (mb or 0.0)
+        return sorted(memory_by_pid.items())
