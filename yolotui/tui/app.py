@@ -19,8 +19,6 @@ from textual.screen import Screen
 
 from yolotui.errors import UserError
 from yolotui.tui import themes as theme_files
-from yolotui.tui.screens.dashboard import DashboardScreen
-from yolotui.tui.screens.help import HelpScreen
 from yolotui.tui.screens.home import COLUMNS, HomeScreen
 from yolotui.tui.sources import make_sampler
 
@@ -30,7 +28,7 @@ GPU_INTERVAL_S = 1.0
 class YolotuiApp(App[int]):
     """Runs table and run dashboards over the run directories of the global index."""
 
-    CSS_PATH = "app.tcss"
+    CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere still find it
     TITLE = "yolotui"
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -105,17 +103,21 @@ class YolotuiApp(App[int]):
         if not run_dir.is_dir():
             self.notify(f"{run_dir}: no such run folder", severity="error")
             return
+        from yolotui.tui.screens.dashboard import DashboardScreen  # imported on first use: faster start
+
         if isinstance(self.screen, DashboardScreen):
             self.pop_screen()
         self.push_screen(DashboardScreen(run_dir))
 
     def show_home(self) -> None:
         """Back to the runs table."""
-        while isinstance(self.screen, DashboardScreen | HelpScreen) and len(self.screen_stack) > 2:
+        while len(self.screen_stack) > 2 and self.screen is not self.home:
             self.pop_screen()
 
     def action_help(self) -> None:
         """Show the keys."""
+        from yolotui.tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -157,7 +159,7 @@ class YolotuiApp(App[int]):
             for row in home.rows:
                 yield SystemCommand(f"Open run {row.summary.name}", f"{row.summary.state} · {row.summary.path}",
                                     partial(self.open_run, Path(row.summary.path)), discover=False)
-        if isinstance(screen, DashboardScreen):
+        if type(screen).__name__ == "DashboardScreen":
             yield SystemCommand("Reload run", "Read this run's folder again", screen.action_reload)
             yield SystemCommand("Log full screen", "Toggle the log tail full screen", screen.action_toggle_log)
 

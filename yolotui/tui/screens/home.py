@@ -81,8 +81,7 @@ class HomeScreen(Screen):
         self._ckpt_cache: dict[str, tuple[tuple[float, int], CheckpointFacts]] = {}
 
     def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Input(placeholder="filter runs by name, state or device (Esc clears)", id="filter")
+        with Vertical(id="home-body"):
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
             yield Static("loading runs…", id="home-message")
         yield Footer()
@@ -92,7 +91,7 @@ class HomeScreen(Screen):
         table = self.query_one("#runs", DataTable)
         for key in COLUMNS:
             table.add_column(key, key=key)
-        self.request_load()
+        self.call_after_refresh(self.request_load)  # first paint first, then read the runs
 
     # -- loading ------------------------------------------------------------------------------------------
     def request_load(self) -> None:
@@ -242,16 +241,21 @@ class HomeScreen(Screen):
         self.notify(f"sorted by {COLUMNS[self.sort_column]}", timeout=1.5)
 
     def action_filter(self) -> None:
-        """Show the filter box and focus it."""
-        box = self.query_one("#filter", Input)
+        """Show the filter box and focus it (mounted on first use: a faster first frame)."""
+        boxes = self.query("#filter")
+        if boxes:
+            box = boxes.first(Input)
+        else:
+            box = Input(placeholder="filter runs by name, state or device (Esc clears)", id="filter")
+            self.query_one("#home-body").mount(box, before=0)
         box.add_class("-visible")
         box.focus()
 
     def action_clear_filter(self) -> None:
         """Empty and hide the filter box."""
-        box = self.query_one("#filter", Input)
-        box.value = ""
-        box.remove_class("-visible")
+        for box in self.query("#filter").results(Input):
+            box.value = ""
+            box.remove_class("-visible")
         self.query_one("#runs", DataTable).focus()
 
     def action_reload(self) -> None:
