@@ -32,7 +32,8 @@ from yolotui.tui.widgets.panels import (
 SLOW_POLL_S = 2.0  # lock state and ages change without a file event
 MIN_GAP_S = 0.05
 PAINT_GAP_S = 0.25  # at most four repaints a second: a burst of events and a GPU sample share one frame
-GPU_HISTORY = 60  # one minute at one sample a second
+GPU_HISTORY = 60
+PIDS_TTL_S = 10.0  # one minute at one sample a second
 
 
 class ViewLoaded(Message):
@@ -74,6 +75,7 @@ class DashboardScreen(Screen):
         self._dirty = False
         self._timer = None
         self._paint_timer = None
+        self._pids_cache: tuple[int | None, float, set[int]] | None = None
         self._last_paint = 0.0
         self._view_pending = False
         self._gpu_pending = False
@@ -120,11 +122,22 @@ class DashboardScreen(Screen):
         """Read what changed in the run folder (thread); posts ViewLoaded."""
         try:
             view = dataclasses.replace(self.reader.refresh())
-            pids = run_pids(view.status.trainer_pid if view.status else None)
+            pids = self._run_pids(view.status.trainer_pid if view.status else None)
         except Exception as exc:  # shown as a line in the header, never a traceback
             self.post_message(ViewLoaded(None, set(), f"could not read {self.run_dir}: {exc}"))
             return
         self.post_message(ViewLoaded(view, pids))
+
+    def _run_pids(self, trainer_pid: int | None) -> set[int]:
+        """The trainer's process tree, rescanned only when the trainer changes or every PIDS_TTL_S (a scan
+        walks /proc, far dearer than the rest of a reading)."""
+        now = time.monotonic()
+        cached = self._pids_cache
+        if cached is not None and cached[0] == trainer_pid and now - cached[1] < PIDS_TTL_S:
+            return cached[2]
+        pids = run_pids(trainer_pid)
+        self._pids_cache = (trainer_pid, now, pids)
+        return pids
 
     def on_view_loaded(self, message: ViewLoaded) -> None:
         self._in_flight = False
