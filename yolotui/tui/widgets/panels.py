@@ -6,8 +6,7 @@ component classes so they follow the theme.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -293,11 +292,6 @@ def _gpu_at(snapshot: Any, index: int) -> Any:
 
 def _attr(reading: Any, name: str) -> float | None:
     return None if reading is None else getattr(reading, name, None)
-
-
-def now_clock() -> Callable[[], float]:
-    """The default clock (tests inject a fixed one)."""
-    return time.time
 
 
 class LogTail(Panel):
