@@ -85,8 +85,6 @@ def test_attach_unknown_run_is_a_one_line_cli_error(cli_env, yolotui_cmd):
     assert "no-such-run" in result.stderr and result.stderr.strip().count("\n") == 0
 
 
-@pytest.mark.xfail(strict=True, reason="pyproject's packages.find does not discover the mapped yolotui.themes "
-                                       "package; fix described in the tui report (explicit packages list)")
 def test_wheel_ships_the_theme_files(tmp_path):
     result = subprocess.run([sys.executable, "-m", "pip", "wheel", str(REPO), "--no-deps", "--no-build-isolation",
                              "-w", str(tmp_path), "-q"], capture_output=True, text=True, timeout=240,
