@@ -31,7 +31,8 @@ from yolotui.tui.widgets.panels import (
 
 SLOW_POLL_S = 2.0  # lock state and ages change without a file event
 MIN_GAP_S = 0.05
-PAINT_GAP_S = 0.25  # at most four repaints a second: a burst of events and a GPU sample share one frame
+PAINT_GAP_S = 0.25  # news (an epoch, a state change) is painted within this
+ROUTINE_GAP_S = 1.0  # batch progress, log lines and GPU samples share at most one frame a second
 GPU_HISTORY = 60
 PIDS_TTL_S = 10.0  # one minute at one sample a second
 
@@ -77,6 +78,7 @@ class DashboardScreen(Screen):
         self._paint_timer = None
         self._pids_cache: tuple[int | None, float, set[int]] | None = None
         self._last_paint = 0.0
+        self._paint_due = 0.0
         self._view_pending = False
         self._gpu_pending = False
 
@@ -153,7 +155,9 @@ class DashboardScreen(Screen):
                 else:
                     message.view.new_log_lines = [*previous.new_log_lines, *message.view.new_log_lines]
             self._view_pending = True
-            self._request_paint()
+            news = previous is None or (previous.state, previous.attempt, len(previous.points)) != (
+                message.view.state, message.view.attempt, len(message.view.points))
+            self._request_paint(PAINT_GAP_S if news else ROUTINE_GAP_S)
             self.app.note_run_state(str(self.run_dir), message.view.name, message.view.state,
                                     message.view.attempt)
         elif message.error:
@@ -181,14 +185,21 @@ class DashboardScreen(Screen):
         return (self.refresh_count > 0 and bool(self.gpu_history) and self._paint_timer is None
                 and not self._view_pending and not self._gpu_pending)
 
-    def _request_paint(self) -> None:
-        """Paint now, or at the end of the current paint gap (one frame for everything that arrived)."""
+    def _request_paint(self, gap: float = ROUTINE_GAP_S) -> None:
+        """Paint now, or once `gap` has passed since the last frame (one frame for everything that arrived).
+
+        Each frame redraws most of the screen, so routine updates are pooled; news waits at most PAINT_GAP_S.
+        """
+        wait = self._last_paint + gap - time.monotonic()
         if self._paint_timer is not None:
-            return
-        wait = self._last_paint + PAINT_GAP_S - time.monotonic()
+            if wait >= self._paint_due - time.monotonic():
+                return
+            self._paint_timer.stop()  # news arrived while routine updates were waiting: paint sooner
+        self._paint_due = time.monotonic() + max(0.0, wait)
         if wait > 0:
             self._paint_timer = self.set_timer(wait, self._paint)
         else:
+            self._paint_timer = None
             self._paint()
 
     def _paint(self) -> None:
