@@ -27,15 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
-    from yolotui.commands._distributed import add_distributed_flags
-
-    add_distributed_flags(parser)  # the process layout may change (a new rendezvous host, more CPU processes)
     changeable = {"--epochs", "--batch-size", "--batch", "--device", "--workers"}
     for flags, kwargs in TRAIN_FLAGS:
         if changeable.intersection(flags):
             continue
         options = {k: v for k, v in kwargs.items() if k in ("dest", "action", "nargs", "const", "type")}
         parser.add_argument(*flags, **options, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    from yolotui.commands._distributed import add_distributed_flags
+
+    add_distributed_flags(parser)  # the process layout may change (a new rendezvous host, more CPU processes)
 
 
 def run_dir_for(target: str | None) -> Path:

@@ -14,6 +14,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from yolotui.commands._distributed import add_distributed_flags
+
 # (flags, argparse keyword arguments) for every training option, official names first.
 TRAIN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--weights",), {"help": "initial weights: a yolotui checkpoint or an official YOLOv9 .pt"}),
@@ -65,8 +67,6 @@ def given_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Official train_dual.py flags plus --resume, --attach and --max-attempts."""
-    from yolotui.commands._distributed import add_distributed_flags
-
     add_training_flags(parser)
     add_distributed_flags(parser)
     parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN|PATH",
