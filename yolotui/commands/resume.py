@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
+    parser.add_argument("--from", dest="from_ckpt", default=None, metavar="CKPT",
+                        help="resume from this checkpoint of the run (best.pt, epochN.pt) when last.pt is damaged; "
+                             "the damaged last.pt is kept as last.pt.damaged-<time>")
     changeable = {"--epochs", "--batch-size", "--batch", "--device", "--workers"}
     for flags, kwargs in TRAIN_FLAGS:
         if changeable.intersection(flags):
@@ -82,7 +85,8 @@ def newest_resumable() -> Path:
 
 
 def resume_run(target: str | None, epochs: int | None = None, batch_size: int | None = None,
-               device: str | None = None, workers: int | None = None, attach: bool = False) -> int:
+               device: str | None = None, workers: int | None = None, attach: bool = False,
+               from_ckpt: str | None = None) -> int:
     """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
     from yolotui.commands._launch import after_launch, start_training
     from yolotui.config import device_string, load_yaml, parse_device
@@ -92,6 +96,10 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
     run_dir = run_dir_for(target)
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
+    if from_ckpt:
+        from yolotui.commands._restore import restore_last
+
+        restore_last(run_dir, from_ckpt)
     last = run_dir / layout.WEIGHTS_DIR / layout.LAST_PT
     if not last.exists():
         raise UserError(f"{run_dir}: no weights/last.pt to resume from; start it again with yolotui train")
@@ -138,4 +146,5 @@ def run(args: argparse.Namespace) -> int:
         flags = ", ".join("--" + k.replace("_", "-") for k in extra)
         raise UserError(f"{flags} cannot be changed on resume: a resumed run keeps its options; only --epochs, "
                         "--batch-size, --device and --workers may change (use `yolotui finetune` for a new run)")
-    return resume_run(args.run, args.epochs, args.batch_size, args.device, args.workers, args.attach)
+    return resume_run(args.run, args.epochs, args.batch_size, args.device, args.workers, args.attach,
+                      from_ckpt=getattr(args, "from_ckpt", None))
