@@ -9,9 +9,10 @@ dashboard's run, or the highlighted row of the runs table. Every launch goes thr
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from textual.app import SystemCommand
 from textual.binding import Binding
@@ -37,6 +38,7 @@ class RunActionsMixin:
     """Actions, keys and palette entries for the wizards and run controls (mixed into the App)."""
 
     launcher: Launcher | None = None
+    run_diagnose: Callable[[Path], Any] | None = None  # the resume wizard's diagnose_run (tests inject a quick one)
     new_run_project: str = DEFAULT_PROJECT
 
     # -- which run ----------------------------------------------------------------------------------------
@@ -79,8 +81,8 @@ class RunActionsMixin:
         """The resume wizard of `run_dir` (diagnosis first)."""
         from yolotui.tui.screens.wizard_resume import ResumeWizard
 
-        self.push_screen(ResumeWizard(run_dir, self.run_launcher(), open_finetune=self.open_finetune),
-                         self._opened)
+        self.push_screen(ResumeWizard(run_dir, self.run_launcher(), diagnose=self.run_diagnose,
+                                      open_finetune=self.open_finetune), self._opened)
 
     def open_finetune(self, source: Path | None = None) -> None:
         """The fine-tune wizard, from `source` when given."""

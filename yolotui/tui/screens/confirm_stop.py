@@ -63,6 +63,7 @@ class ConfirmStopScreen(ModalScreen[str | None]):
         self.phase = "confirm"  # confirm -> stopping -> (force offered) -> done
         self.requested_at: float | None = None
         self.force_offered = False
+        self.forced = False
         self.launched: list[list[str]] = []
         self.initial_state: str | None = None
 
@@ -130,6 +131,7 @@ class ConfirmStopScreen(ModalScreen[str | None]):
         if not self.force_offered:
             return
         self.force_offered = False
+        self.forced = True
         self.refresh_bindings()
         self._run(self.force_args())
 
@@ -152,15 +154,17 @@ class ConfirmStopScreen(ModalScreen[str | None]):
             self.phase = "confirm"
             self.refresh_bindings()
             return
-        if self.requested_at is None:
-            self.requested_at = self.clock()
         self._status(result.message)
-        self.set_timer(self.poll_s, self.poll)
+        if self.requested_at is None:  # the first request starts the one polling loop
+            self.requested_at = self.clock()
+            self.set_timer(self.poll_s, self.poll)
 
     def poll(self) -> None:
         """Follow the run until it is no longer live; offer force once the grace period has passed."""
         from yolotui.runs.layout import LIVE_STATES
 
+        if self.phase == "done":
+            return
         state = self.state_reader(self.run_dir)
         if state not in LIVE_STATES:
             self.phase = "done"
@@ -175,6 +179,8 @@ class ConfirmStopScreen(ModalScreen[str | None]):
             self._show_command(self.force_args())
             self._status(f"still {state} after {waited:.0f} s: press f to force it (SIGKILL, no checkpoint)",
                          error=True)
+        elif self.forced:
+            self._status(f"{state}: killed, waiting for the run to end")
         elif not self.force_offered:
             self._status(f"{state}: waiting for the checkpoint ({waited:.0f}/{self.grace_s:g} s)")
         self.set_timer(self.poll_s, self.poll)
