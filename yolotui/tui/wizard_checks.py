@@ -181,7 +181,8 @@ def check_device(value: str, gpu_indices: list[int]) -> str:
     missing = [i for i in indices if i not in gpu_indices]
     if missing:
         have = ", ".join(str(i) for i in gpu_indices)
-        raise UserError(f"{value}: GPU {missing[0]} is not there (this machine has {have})")
+        plural = "s" if len(gpu_indices) > 1 else ""
+        raise UserError(f"{value}: GPU {missing[0]} is not there (this machine has GPU{plural} {have})")
     if len(set(indices)) != len(indices):
         raise UserError(f"{value}: a GPU is listed twice")
     return ",".join(str(i) for i in indices)
