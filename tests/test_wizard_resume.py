@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input, RadioSet, Static
 from tui_fakes import rendered, wait_until
-from wizard_kit import CaptureLauncher, HostApp, fake_diagnosis, make_plain_run
+from wizard_kit import CaptureLauncher, HostApp, fake_diagnosis, make_plain_run, verdict
 
 from yolotui.tui.screens.wizard_resume import (
     EXTEND,
@@ -60,6 +60,11 @@ def test_choices_follow_the_diagnosis(tmp_path):
     assert choices("corrupt") == [(FROM, "best.pt"), (FINETUNE, None)]
     assert choices("live") == []
     assert choices("nothing") == []
+    # an epoch checkpoint that is resumable is offered too when last.pt is damaged
+    other = verdict(run, "epoch4.pt", "resumable", 5)
+    offered = resume_choices(ResumeFacts(fake_diagnosis(run, "corrupt"), 16, [other]))
+    assert [(c.key, c.checkpoint, c.epoch) for c in offered] == [
+        (FROM, "best.pt", 2), (FROM, "epoch4.pt", 5), (FINETUNE, None, None)]
     # batch 1 cannot get smaller
     assert SMALLER not in [c.key for c in resume_choices(ResumeFacts(fake_diagnosis(run, "resume"), 1, []))]
 
@@ -184,3 +189,21 @@ async def test_real_diagnosis_of_a_folder_without_checkpoints(run_dir):
         assert "MISSING" in rendered(wizard.query_one("#diagnosis", Static))
         assert wizard.choices == []
     assert launcher.calls == []
+
+
+def test_gather_facts_offers_resumable_epoch_checkpoints_on_disk(tmp_path):
+    """Real files and yolotui.health: last.pt torn, best.pt finished, epoch4.pt resumable -> resume from epoch4.pt."""
+    from _health_fixtures import save_yolotui
+    from wizard_kit import make_source_run
+
+    from yolotui.health.report import diagnose_run
+    from yolotui.tui.screens.wizard_resume import gather_facts
+
+    run = make_source_run(tmp_path / "runs" / "exp", batch=16)
+    weights = run / "weights"
+    save_yolotui(weights / "epoch4.pt", epoch=5, epochs=10)
+    (weights / "last.pt").write_bytes((weights / "last.pt").read_bytes()[:300])
+    facts = gather_facts(run, lambda path: diagnose_run(path, environment=False, logind=False))
+    assert facts.diagnosis.last.verdict == "corrupt" and facts.batch_size == 16
+    offered = [(c.key, c.checkpoint) for c in resume_choices(facts)]
+    assert (FROM, "epoch4.pt") in offered and offered[-1] == (FINETUNE, None)
