@@ -106,7 +106,7 @@ def _child(mode: str, out: Path, run_dir: str | None) -> None:
     class Timed(YolotuiApp):
         def on_ready(self) -> None:
             mark("ready")
-            self.set_interval(0.005, self._check)
+            self._checker = self.set_interval(0.005, self._check)
 
         def _check(self) -> None:
             screen = self.screen
@@ -114,10 +114,80 @@ def _child(mode: str, out: Path, run_dir: str | None) -> None:
                     else self.home is not None and self.home.loaded)
             if done and not getattr(self, "_marked", False):
                 self._marked = True
+                self._checker.stop()  # measuring must not cost CPU afterwards
                 self.call_after_refresh(lambda: mark("loaded"))
                 self.set_timer(linger or 0.05, self.exit)
 
-    Timed(run_dir=Path(run_dir) if run_dir else None).run()
+    if mode == "latency":
+        original = DashboardScreen._render_view
+
+        def render_and_mark(screen, view):
+            original(screen, view)
+            count = view.finished_epochs
+            if count != getattr(screen, "_last_marked", None):
+                screen._last_marked = count
+                screen.call_after_refresh(lambda: mark(f"shown-{count}"))
+
+        DashboardScreen._render_view = render_and_mark
+        if os.environ.get("TRACE"):
+            original_changed = DashboardScreen._on_files_changed
+
+            def changed_and_mark(screen):
+                mark(f"changed-{time.monotonic_ns()}")
+                original_changed(screen)
+
+            DashboardScreen._on_files_changed = changed_and_mark
+    if os.environ.get("TRACE_LAYOUT"):
+        import collections
+        import traceback
+
+        from textual.widget import Widget
+
+        counts: collections.Counter = collections.Counter()
+        original_refresh = Widget.refresh
+
+        def counting_refresh(self, *regions, **kwargs):
+            if kwargs.get("layout"):
+                frames = [f for f in traceback.extract_stack(limit=8)[:-1]]
+                counts[(type(self).__name__, " < ".join(f"{Path(f.filename).name}:{f.lineno}"
+                                                          for f in frames[-4:]))] += 1
+            return original_refresh(self, *regions, **kwargs)
+
+        Widget.refresh = counting_refresh
+        from textual.screen import Screen
+
+        original_bindings = Screen.refresh_bindings
+
+        def counting_bindings(self):
+            frames = traceback.extract_stack(limit=7)[:-1]
+            counts[("bindings", " < ".join(f"{Path(f.filename).name}:{f.lineno}" for f in frames[-5:]))] += 1
+            return original_bindings(self)
+
+        Screen.refresh_bindings = counting_bindings
+        original_render_lines = Widget.render_lines
+
+        def counting_render_lines(self, crop):
+            counts[("render_lines", f"{type(self).__name__}#{self.id} h={crop.height}")] += 1
+            return original_render_lines(self, crop)
+
+        Widget.render_lines = counting_render_lines
+        import atexit
+
+        atexit.register(lambda: Path(os.environ["TRACE_LAYOUT"]).write_text(
+            "\n".join(f"{n} {k}" for k, n in counts.most_common(30))))
+    app = Timed(run_dir=Path(run_dir) if run_dir else None,
+                gpu_interval=None if os.environ.get("GPU_OFF") else 1.0)
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: app.exit())  # a clean exit, so profiles and traces are written
+    if os.environ.get("PROFILE"):  # the main thread only: rendering, messages, the event loop
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.runcall(app.run)
+        profile.dump_stats(os.environ["PROFILE"])
+    else:
+        app.run()
 
 
 if __name__ == "__main__":

@@ -35,9 +35,8 @@ def make_app(run_dir, sampler=None, **kwargs) -> YolotuiApp:
 
 
 async def open_dashboard(pilot, app) -> DashboardScreen:
-    assert await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.refresh_count)
+    assert await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.settled)
     screen = app.screen
-    assert await wait_until(pilot, lambda: screen.gpu_history)
     await pilot.pause()
     return screen
 
@@ -90,10 +89,11 @@ async def test_running_run_follows_appended_events_results_and_log(runs):
             appender.stop()
         assert await wait_until(pilot, lambda: len(screen.view.points) == 3 + len(appender.written_epochs))
         finished = len(screen.view.points)
-        assert f"{finished:>3}/20" in text_of(screen, "#progress")
+        assert await wait_until(pilot, lambda: f"{finished:>3}/20" in text_of(screen, "#progress"))
         assert len(screen.query_one("#loss-chart", BrailleChart).series[0].values) == finished
         log = screen.query_one("#log")
-        assert any(f"epoch {finished - 1} done" in line for line in log.lines)
+        assert await wait_until(pilot, lambda: any(f"epoch {finished - 1} done" in line for line in log.lines))
+        assert f"epoch {finished - 1} done" in text_of(screen, "#log")  # on screen, not only kept
 
 
 async def test_failed_run(runs):

@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent('''
                 for run in runs.values():
                     app.open_run(run.path)
                     await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen)
-                                     and app.screen.refresh_count and app.screen.gpu_history)
+                                     and app.screen.settled)
                     seen.append(type(app.screen).__name__)
                 await pilot.press("question_mark")
                 await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen))

@@ -38,7 +38,7 @@ async def wait_loaded(pilot) -> None:
     for _ in range(200):
         screen = app.screen
         if isinstance(screen, DashboardScreen):
-            if screen.refresh_count and screen.gpu_history:
+            if screen.settled:
                 break
         elif app.home is not None and app.home.load_count >= 2:  # after the watcher's catch-up reading
             break

@@ -23,7 +23,7 @@ from torch import nn
 
 from yolotui.config import load_hyp, load_yaml, opt_yaml_dict, parse_freeze, save_yaml
 from yolotui.engine import checkpoint as ckpt_io
-from yolotui.engine import components
+from yolotui.engine import components, ddp
 from yolotui.engine.ema import ModelEMA, unwrap
 from yolotui.engine.optim import accumulation_steps, build_optimizer, scaled_weight_decay
 from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
@@ -34,6 +34,7 @@ from yolotui.runs.events import EventWriter, read_events
 from yolotui.runs.results import append_row, truncate_after
 
 BATCH_EVENT_INTERVAL_S = 0.3  # at most ~3 batch events a second
+LOG_INTERVAL_S = 10.0  # progress lines in train.log (the events carry every detail)
 GRAD_CLIP_NORM = 10.0
 
 
@@ -112,13 +113,20 @@ class Trainer:
         self.weights_dir = layout.weights_dir(self.run_dir)
         self.last_path = self.weights_dir / layout.LAST_PT
         self.best_path = self.weights_dir / layout.BEST_PT
-        self.events = EventWriter(self.run_dir / layout.EVENTS_JSONL, read_attempt(self.run_dir))
+        self.dist = ddp.dist_info()
+        self.events: Any = (EventWriter(self.run_dir / layout.EVENTS_JSONL, read_attempt(self.run_dir))
+                            if self.dist.main else _NoEvents())
         self.requests = SignalRequests()
+        self.save_period_s = 600.0
+        self.last_save_time = time.monotonic()
+        self.last_log_time = 0.0
+        self.last_metrics: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------ setup
 
     def _log(self, message: str) -> None:
-        print(message, flush=True)
+        if self.dist.main:
+            print(message, flush=True)
 
     def _load_options(self) -> None:
         self.opt = load_yaml(self.run_dir / layout.OPT_YAML, "opt.yaml")
@@ -175,7 +183,6 @@ class Trainer:
         prefixes = freeze_prefixes(self.opt["freeze"], int(getattr(model, "backbone_layers", 0)))
         self.frozen = 0
         for name, param in model.named_parameters():
-            param.requires_grad_(True)
             if any(name.startswith(p) for p in prefixes):
                 param.requires_grad_(False)
                 self.frozen += 1
@@ -184,15 +191,28 @@ class Trainer:
         self.model = model.to(self.device)
         if self.cuda:
             self.model = self.model.to(memory_format=torch.channels_last)
+        if self.dist.distributed:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.dist.local_rank] if self.cuda else None
+            self.model = DistributedDataParallel(self.model, device_ids=ids, output_device=ids[0] if ids else None)
 
     def setup(self) -> None:
         """Read options, data and model; restore a checkpoint when one exists."""
         for stale in self.weights_dir.glob(".*.tmp"):  # temp files of a write killed before its replace
             stale.unlink(missing_ok=True)
         self._load_options()
-        seed_everything(int(self.opt["seed"]) + 1, deterministic=True)
+        seed_everything(int(self.opt["seed"]) + 1 + self.dist.rank, deterministic=True)
         self.device = select_device(str(self.opt.get("device", "")))
         self.cuda = self.device.type == "cuda"
+        if self.dist.distributed:
+            if self.batch_size % self.dist.world_size:
+                raise UserError(f"--batch-size {self.batch_size} must be a multiple of the {self.dist.world_size}"
+                                " processes")
+            if self.cuda:
+                self.device = torch.device(f"cuda:{self.dist.local_rank}")
+            ddp.init(self.dist, self.cuda)
+        self.rank_batch = self.batch_size // self.dist.world_size
         data = components.load_data(self.opt)
         self.data = data
         self.nc, self.names = data.nc, data.names
@@ -205,8 +225,8 @@ class Trainer:
         self.ema = ModelEMA(self.model)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.cuda)
         self.loss_fn = components.build_loss(unwrap(self.model), self.hyp, float(self.opt.get("label_smoothing", 0.0)))
-        self.train_set, self.val_loader = components.build_datasets(data, self.opt, self.hyp, self.batch_size)
-        self.batches = components.batches_per_epoch(self.train_set, self.batch_size)
+        self.train_set, self.val_loader = components.build_datasets(data, self.opt, self.hyp, self.rank_batch)
+        self.batches = components.batches_per_epoch(self.train_set, self.rank_batch, self.dist.world_size)
         self.plan = make_plan(self.opt, self.hyp, self.epochs, self.batches)
         self.start_epoch, self.start_step = 0, 0
         self.best_fitness, self.best_epoch = 0.0, -1
@@ -218,6 +238,9 @@ class Trainer:
             self._restore(self.resume_ckpt, decay)
         self.resume_ckpt = None
         self.opt["accumulate"] = self.accumulate
+        self.opt["world_size"] = self.dist.world_size
+        if not self.dist.main:
+            return
         save_yaml(self.run_dir / layout.OPT_YAML, opt_yaml_dict({**self.opt, "save_dir": str(self.run_dir)}))
         save_yaml(self.run_dir / layout.HYP_YAML, self.hyp)
 
@@ -247,6 +270,8 @@ class Trainer:
         self.pending_grads = train_state.get("grads")
         ckpt_io.set_rng_state(ckpt.get("rng") or {})
         self.resumed_from = {"path": str(self.last_path), "epoch": self.start_epoch, "step": self.start_step}
+        if not self.dist.main:
+            return
         kept = truncate_after(self.run_dir / layout.RESULTS_CSV, self.start_epoch - 1)
         dropped = drop_events_after(self.run_dir / layout.EVENTS_JSONL, self.start_epoch, self.start_step)
         self._log(f"Resuming from {self.last_path}: epoch {self.start_epoch}, batch {self.start_step}"
@@ -281,12 +306,18 @@ class Trainer:
         }
 
     def _write(self, ckpt: dict[str, Any], path: Path) -> None:
+        self.last_save_time = time.monotonic()
+        if not self.dist.main:
+            return
         manifest = ckpt_io.save_checkpoint(ckpt, path)
         self.events.emit("checkpoint", path=str(path), epoch=manifest["epoch"], step=manifest["step"],
                          bytes=manifest["bytes"], sha256=manifest["sha256"], seconds=manifest["seconds"])
         self.last_save_time = time.monotonic()
 
     def _save_mid_epoch(self, epoch: int, step: int) -> None:
+        if not self.dist.main:
+            self.last_save_time = time.monotonic()
+            return
         grads = {name: p.grad.detach().clone().cpu() for name, p in unwrap(self.model).named_parameters()
                  if p.grad is not None}
         state = {"last_opt_step": int(self.last_opt_step), "epoch_loss_sum": self.epoch_loss_sum.clone(),
@@ -309,6 +340,8 @@ class Trainer:
         with torch.autocast(device_type=self.device.type, enabled=self.cuda):
             preds = self.model(imgs)
             loss, items = self.loss_fn(preds, targets)
+            if self.dist.distributed:
+                loss = loss * self.dist.world_size  # DDP averages gradients over ranks
         if not torch.isfinite(loss):
             raise NonFiniteLoss(f"non-finite loss {float(loss)} at iteration {ni}")
         self.scaler.scale(loss).backward()
@@ -326,8 +359,9 @@ class Trainer:
     def _train_epoch(self, epoch: int, start_step: int) -> bool:
         """Train one epoch from batch `start_step`; False when a stop request ended it early."""
         self.model.train()
-        loader = components.epoch_loader(self.train_set, self.opt, self.batch_size, epoch, start_step,
-                                         mosaic=self._mosaic(epoch))
+        loader = components.epoch_loader(self.train_set, self.opt, self.rank_batch, epoch, start_step,
+                                         mosaic=self._mosaic(epoch), rank=self.dist.rank,
+                                         world_size=self.dist.world_size)
         if start_step == 0:
             self.epoch_loss_sum = torch.zeros(3)
             self.optimizer.zero_grad(set_to_none=True)
@@ -348,10 +382,14 @@ class Trainer:
                 rate = window_images / max(now - window_start, 1e-6)
                 self._batch_event(epoch, i, self.epoch_loss_sum / (i + 1), rate)
                 last_event, window_start, window_images = now, now, 0
+            if now - self.last_log_time >= LOG_INTERVAL_S or i + 1 == self.batches or i == start_step:
+                self.last_log_time = now
                 self._log(f"epoch {epoch + 1}/{self.epochs} batch {i + 1}/{self.batches} "
                           + " ".join(f"{k}={v:.4f}" for k, v in _loss_dict(self.epoch_loss_sum / (i + 1)).items()))
             due = now - self.last_save_time >= self.save_period_s
-            if self.requests.stop or self.requests.save or due:
+            stop, save, due = ddp.agree([self.requests.stop, self.requests.save, due], self.dist, self.device)
+            self.requests.stop = stop
+            if stop or save or due:
                 self._save_mid_epoch(epoch, i + 1)
                 self.requests.save = False
                 if self.requests.stop:
@@ -366,6 +404,9 @@ class Trainer:
         """Validate, log, checkpoint; True when early stopping says to stop."""
         lrs = [float(g["lr"]) for g in self.optimizer.param_groups]
         train_losses = self.epoch_loss_sum / max(self.batches, 1)
+        if not self.dist.main:  # rank 0 validates and writes; the others follow its early-stop decision
+            stop_early, self.requests.stop = ddp.agree([False, self.requests.stop], self.dist, self.device)
+            return stop_early
         val = components.run_validation(self.ema.ema, self.val_loader, self.device, self.nc, self.names,
                                         self.loss_fn)
         fitness = 0.1 * val["mAP50"] + 0.9 * val["mAP50-95"]
@@ -397,16 +438,16 @@ class Trainer:
             self._write(ckpt, self.weights_dir / f"epoch{epoch}.pt")
         if stop:
             self._log(f"Stopping early: no improvement in {patience} epochs; best epoch {self.best_epoch + 1}")
-        return stop
+        stop_early, self.requests.stop = ddp.agree([stop, self.requests.stop], self.dist, self.device)
+        return stop_early
 
     def train(self) -> int:
         """Run (or resume) training to the planned epochs; returns the process exit code."""
         self.save_period_s = float(self.opt.get("save_period_min", 10.0)) * 60.0
         self.last_save_time = time.monotonic()
-        self.last_metrics: dict[str, float] = {}
         self.events.emit("start", config={k: self.opt.get(k) for k in (
             "cfg", "data", "epochs", "batch_size", "imgsz", "optimizer", "weights", "device", "workers")},
-            world_size=1, devices=[_device_name(self.device)], resumed_from=self.resumed_from,
+            world_size=self.dist.world_size, devices=[_device_name(self.device)], resumed_from=self.resumed_from,
             accumulate=self.accumulate, batches=self.batches, frozen=self.frozen, transfer=self.transfer_note)
         if self.start_epoch >= self.epochs:
             self._log(f"Nothing to train: {self.start_epoch}/{self.epochs} epochs done; use --epochs N to extend")
@@ -423,7 +464,7 @@ class Trainer:
                 return 0
             if self._end_epoch(epoch, time.monotonic() - started):
                 break
-            if self.requests.stop:  # asked to stop during validation: the epoch checkpoint is written
+            if self.requests.stop and epoch + 1 < self.epochs:  # asked during validation: checkpoint written
                 self.events.emit("stop", reason=self.requests.stop_signal, epoch=epoch + 1, step=0,
                                  checkpoint=str(self.last_path))
                 return 0
@@ -435,6 +476,13 @@ class Trainer:
     def _last_written_step(self) -> int:
         manifest = ckpt_io.read_json(layout.manifest_path(self.last_path)) or {}
         return int(manifest.get("step", 0))
+
+
+class _NoEvents:
+    """Event sink of the ranks that do not write (only rank 0 writes events)."""
+
+    def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
+        return {"type": type_, **fields}
 
 
 class NonFiniteLoss(RuntimeError):
@@ -523,6 +571,14 @@ def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
     threads = os.environ.get("YOLOTUI_TORCH_THREADS")
     if threads:
         torch.set_num_threads(int(threads))
+    try:
+        return _run(trainer)
+    finally:
+        ddp.finish(trainer.dist)
+
+
+def _run(trainer: Trainer) -> int:
+    """Setup and train, turning failures into `error` events."""
     try:
         trainer.setup()
         return trainer.train()

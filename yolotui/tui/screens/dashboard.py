@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -13,17 +14,26 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Log
+from textual.widgets import Footer
 
 from yolotui.tui.runview import RunReader, RunView
 from yolotui.tui.sources import run_pids, safe_sample
 from yolotui.tui.watch import watch_changes
 from yolotui.tui.widgets.chart import BrailleChart, Series
-from yolotui.tui.widgets.panels import CheckpointPanel, GpuPanel, ProgressPanel, RestartPanel, RunHeader
+from yolotui.tui.widgets.panels import (
+    CheckpointPanel,
+    GpuPanel,
+    LogTail,
+    ProgressPanel,
+    RestartPanel,
+    RunHeader,
+)
 
 SLOW_POLL_S = 2.0  # lock state and ages change without a file event
 MIN_GAP_S = 0.05
-GPU_HISTORY = 60  # one minute at one sample a second
+PAINT_GAP_S = 0.25  # at most four repaints a second: a burst of events and a GPU sample share one frame
+GPU_HISTORY = 60
+PIDS_TTL_S = 10.0  # one minute at one sample a second
 
 
 class ViewLoaded(Message):
@@ -64,6 +74,11 @@ class DashboardScreen(Screen):
         self._in_flight = False
         self._dirty = False
         self._timer = None
+        self._paint_timer = None
+        self._pids_cache: tuple[int | None, float, set[int]] | None = None
+        self._last_paint = 0.0
+        self._view_pending = False
+        self._gpu_pending = False
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-header")
@@ -81,7 +96,7 @@ class DashboardScreen(Screen):
             with VerticalScroll(id="ckpt-box"):
                 yield CheckpointPanel(id="checkpoints")
                 yield RestartPanel(id="restarts")
-            yield Log(id="log", max_lines=1000, highlight=False)
+            yield LogTail(id="log")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -107,21 +122,38 @@ class DashboardScreen(Screen):
         """Read what changed in the run folder (thread); posts ViewLoaded."""
         try:
             view = dataclasses.replace(self.reader.refresh())
-            pids = run_pids(view.status.trainer_pid if view.status else None)
+            pids = self._run_pids(view.status.trainer_pid if view.status else None)
         except Exception as exc:  # shown as a line in the header, never a traceback
             self.post_message(ViewLoaded(None, set(), f"could not read {self.run_dir}: {exc}"))
             return
         self.post_message(ViewLoaded(view, pids))
 
+    def _run_pids(self, trainer_pid: int | None) -> set[int]:
+        """The trainer's process tree, rescanned only when the trainer changes or every PIDS_TTL_S (a scan
+        walks /proc, far dearer than the rest of a reading)."""
+        now = time.monotonic()
+        cached = self._pids_cache
+        if cached is not None and cached[0] == trainer_pid and now - cached[1] < PIDS_TTL_S:
+            return cached[2]
+        pids = run_pids(trainer_pid)
+        self._pids_cache = (trainer_pid, now, pids)
+        return pids
+
     def on_view_loaded(self, message: ViewLoaded) -> None:
         self._in_flight = False
         if message.view is not None:
-            pids_changed = message.pids != self.pids
+            if message.pids != self.pids:
+                self._gpu_pending = True
+            previous = self.view
             self.view, self.pids = message.view, message.pids
-            if pids_changed and self.gpu_history:
-                self.query_one(GpuPanel).show(list(self.gpu_history), self.pids)
-            self.refresh_count += 1
-            self._render_view(message.view)
+            if self._view_pending and previous is not None:
+                # Two readings share one frame: keep every new log line (log_lines holds the whole tail).
+                if previous.log_reset or message.view.log_reset:
+                    message.view.log_reset = True
+                else:
+                    message.view.new_log_lines = [*previous.new_log_lines, *message.view.new_log_lines]
+            self._view_pending = True
+            self._request_paint()
             self.app.note_run_state(str(self.run_dir), message.view.name, message.view.state,
                                     message.view.attempt)
         elif message.error:
@@ -143,6 +175,35 @@ class DashboardScreen(Screen):
             self._timer.stop()
         self.request_refresh()
 
+    @property
+    def settled(self) -> bool:
+        """True once the run and a GPU sample are painted and no repaint is waiting (tests, snapshots)."""
+        return (self.refresh_count > 0 and bool(self.gpu_history) and self._paint_timer is None
+                and not self._view_pending and not self._gpu_pending)
+
+    def _request_paint(self) -> None:
+        """Paint now, or at the end of the current paint gap (one frame for everything that arrived)."""
+        if self._paint_timer is not None:
+            return
+        wait = self._last_paint + PAINT_GAP_S - time.monotonic()
+        if wait > 0:
+            self._paint_timer = self.set_timer(wait, self._paint)
+        else:
+            self._paint()
+
+    def _paint(self) -> None:
+        self._paint_timer = None
+        self._last_paint = time.monotonic()
+        if self._view_pending and self.view is not None:
+            self._view_pending = False
+            self.refresh_count += 1
+            self._render_view(self.view)
+            self.view.new_log_lines = []
+            self.view.log_reset = False
+        if self._gpu_pending:
+            self._gpu_pending = False
+            self.query_one(GpuPanel).show(list(self.gpu_history), self.pids)
+
     def _render_view(self, view: RunView) -> None:
         now = self.app.clock()
         self.query_one(RunHeader).show(view, now)
@@ -161,7 +222,7 @@ class DashboardScreen(Screen):
         ])
         self.query_one(CheckpointPanel).show(view, now)
         self.query_one(RestartPanel).show(view)
-        log = self.query_one("#log", Log)
+        log = self.query_one("#log", LogTail)
         if view.log_reset:
             log.clear()
             log.write_lines(view.log_lines)
@@ -176,7 +237,8 @@ class DashboardScreen(Screen):
 
     def on_gpu_sampled(self, message: GpuSampled) -> None:
         self.gpu_history.append(message.snapshot)
-        self.query_one(GpuPanel).show(list(self.gpu_history), self.pids)
+        self._gpu_pending = True
+        self._request_paint()
         interval = self.app.gpu_interval
         if interval:
             self.set_timer(interval, self.sample_gpu)
@@ -192,7 +254,7 @@ class DashboardScreen(Screen):
 
     def action_toggle_log(self) -> None:
         """Give the whole screen to the log tail, or restore the dashboard."""
-        log = self.query_one("#log", Log)
+        log = self.query_one("#log", LogTail)
         if self.maximized is log:
             self.minimize()
         else:

@@ -77,6 +77,8 @@ class HomeScreen(Screen):
         self._dirty = False
         self._watched: tuple[str, ...] = ()
         self._shown: tuple = ()
+        self._suspended = False
+        self._note = ""
         self._slow_timer = None
         self._ckpt_cache: dict[str, tuple[tuple[float, int], CheckpointFacts]] = {}
 
@@ -93,9 +95,26 @@ class HomeScreen(Screen):
             table.add_column(key, key=key)
         self.call_after_refresh(self.request_load)  # first paint first, then read the runs
 
+    def on_screen_suspend(self) -> None:
+        """A dashboard covers the table: stop watching and polling until it is back (saves CPU)."""
+        self._suspended = True
+        if self._slow_timer is not None:
+            self._slow_timer.stop()
+            self._slow_timer = None
+        self.workers.cancel_group(self, "home-watch")
+        self._watched = ()
+
+    def on_screen_resume(self) -> None:
+        """Back on top: read now and watch again."""
+        if self._suspended:
+            self._suspended = False
+            self.request_load()
+
     # -- loading ------------------------------------------------------------------------------------------
     def request_load(self) -> None:
         """Start a reading now, or right after the one in flight."""
+        if self._suspended:
+            return
         if self._in_flight:
             self._dirty = True
             return
@@ -134,14 +153,16 @@ class HomeScreen(Screen):
         self.loaded = True
         self.load_count += 1
         self._render_table()
-        note = self.query_one("#home-message", Static)
         if message.error:
-            note.update(message.error)
+            note = message.error
         elif not self.rows:
-            note.update("No runs yet. Start one with `yolotui train ...`, `yolotui demo` or `yolotui exec -- CMD`.")
+            note = "No runs yet. Start one with `yolotui train ...`, `yolotui demo` or `yolotui exec -- CMD`."
         else:
             running = sum(1 for r in self.rows if r.summary.state in ("running", "restarting"))
-            note.update(f"{len(self.rows)} runs, {running} running · Enter opens · quitting never stops a run")
+            note = f"{len(self.rows)} runs, {running} running · Enter opens · quitting never stops a run"
+        if note != self._note:
+            self._note = note
+            self.query_one("#home-message", Static).update(note)
         for row in self.rows:
             self.app.note_run_state(row.summary.path, row.summary.name, row.summary.state, row.summary.attempt)
         paths = tuple(sorted({str(index.home_dir())} | {r.summary.path for r in self.rows}))
@@ -150,6 +171,8 @@ class HomeScreen(Screen):
             # A new watcher misses what changes while it starts: read once more just after.
             self._watched = paths
             self.watch_runs(paths)
+        if self._suspended:
+            return
         if self._slow_timer is not None:
             self._slow_timer.stop()
         delay = MIN_GAP_S if (self._dirty or restarted) else SLOW_POLL_S

@@ -6,8 +6,7 @@ component classes so they follow the theme.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
@@ -57,6 +56,20 @@ class Panel(Static):
     """A Static with the semantic colour classes every panel uses."""
 
     COMPONENT_CLASSES = _COMPONENTS
+    _shown: Text | None = None
+
+    def set_text(self, text: Text) -> None:
+        """Show `text`; nothing is repainted when it did not change, and the layout is redone only when the
+        number of lines changed (a full-screen relayout per update costs far more than the panel itself)."""
+        previous = self._shown
+        if previous is not None and previous.plain == text.plain and previous.spans == text.spans:
+            return
+        self._shown = text
+        relayout = previous is None or previous.plain.count("\n") != text.plain.count("\n")
+        self.update(text, layout=relayout)
+
+    def on_resize(self) -> None:
+        self._shown = None  # widths changed: let the next update lay out again
 
     def style_for(self, kind: str):
         """The Rich style of a semantic colour: good, info, warn, bad, muted, label, share."""
@@ -89,7 +102,7 @@ class RunHeader(Panel):
             text.append(format_duration(elapsed))
         if view.problems:
             text.append("  ⚠ " + "; ".join(view.problems), self.style_for("warn"))
-        self.update(text)
+        self.set_text(text)
 
 
 class ProgressPanel(Panel):
@@ -122,7 +135,7 @@ class ProgressPanel(Panel):
         text.append(f"  eta {format_duration(view.overall_eta())}")
         if view.last_problem:
             text.append("  " + view.last_problem, self.style_for("warn"))
-        self.update(text)
+        self.set_text(text)
 
 
 def _pct(fraction: float | None) -> str:
@@ -150,7 +163,7 @@ class CheckpointPanel(Panel):
             text.append(f"\n  ep {epoch}  {age} ago  {format_size(facts.size)}", self.style_for("label"))
             if facts.verdict in ("corrupt", "incomplete", "unknown") and facts.reasons:
                 text.append("\n  " + facts.reasons[0], self.style_for("warn"))
-        self.update(text)
+        self.set_text(text)
 
 
 class RestartPanel(Panel):
@@ -176,7 +189,7 @@ class RestartPanel(Panel):
             text.append(str(outcome), self.style_for("bad" if failure else "good" if code == 0 else "muted"))
             if item.get("remedy"):
                 text.append(f" → {item['remedy']}", self.style_for("label"))
-        self.update(text)
+        self.set_text(text)
 
 
 class GpuPanel(Panel):
@@ -192,18 +205,18 @@ class GpuPanel(Panel):
         text = Text(no_wrap=True, overflow="ellipsis")
         if not history:
             text.append("sampling…", self.style_for("muted"))
-            self.update(text)
+            self.set_text(text)
             return
         latest = history[-1]
         if not getattr(latest, "available", False) or not getattr(latest, "gpus", None):
             self._host(text, history, width)
-            self.update(text)
+            self.set_text(text)
             return
         for index, gpu in enumerate(latest.gpus):
             if index:
                 text.append("\n")
             self._gpu(text, gpu, [_gpu_at(s, gpu.index) for s in history], run_pids, width)
-        self.update(text)
+        self.set_text(text)
 
     def _gpu(self, text: Text, gpu: Any, series: list[Any], run_pids: set[int], width: int) -> None:
         text.append(f"GPU{gpu.index} ", "bold")
@@ -281,6 +294,40 @@ def _attr(reading: Any, name: str) -> float | None:
     return None if reading is None else getattr(reading, name, None)
 
 
-def now_clock() -> Callable[[], float]:
-    """The default clock (tests inject a fixed one)."""
-    return time.time
+class LogTail(Panel):
+    """The last lines of train.log that fit, newest at the bottom.
+
+    A fixed-size text panel rather than a scrolling Log: appending never changes the layout, so following
+    a chatty trainer costs one partial repaint, not a relayout of the screen (`yolotui logs` has the rest).
+    """
+
+    DEFAULT_CSS = "LogTail { height: 1fr; }" + _PANEL_CSS_CLASSES.format(name="LogTail")
+    can_focus = True
+    MAX_LINES = 500
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[str] = []
+
+    @property
+    def line_count(self) -> int:
+        """How many lines are kept."""
+        return len(self.lines)
+
+    def clear(self) -> None:
+        """Forget every line."""
+        self.lines = []
+        self._show()
+
+    def write_lines(self, lines: Sequence[str]) -> None:
+        """Append lines (keeping the last MAX_LINES) and show the newest."""
+        self.lines = [*self.lines, *lines][-self.MAX_LINES:]
+        self._show()
+
+    def _show(self) -> None:
+        rows = max(1, self.content_size.height or 8)
+        self.set_text(Text("\n".join(self.lines[-rows:]), no_wrap=True, overflow="ellipsis"))
+
+    def on_resize(self) -> None:
+        self._shown = None
+        self._show()
