@@ -3,11 +3,19 @@ cancel runs nothing, a run that is not live offers nothing."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from textual.widgets import Static
 from tui_fakes import rendered, wait_until
 from wizard_kit import CaptureLauncher, HostApp, make_plain_run
 
+from yolotui.runs.status import effective_state, read_status
+from yolotui.tui.actions import cli_argv, cli_env
 from yolotui.tui.screens.confirm_stop import ConfirmStopScreen
 
 pytestmark = pytest.mark.anyio
@@ -121,3 +129,31 @@ async def test_a_failed_request_is_shown(run_dir):
         assert await wait_until(pilot, lambda: "failed: run exp is not running" in
                                 rendered(screen.query_one("#status", Static)))
         assert screen.phase == "confirm"  # may be tried again
+
+
+async def test_real_stop_of_a_supervised_command(tmp_path, monkeypatch):
+    """Through the real CLI: `yolotui exec -- sleep` is running; confirming runs `yolotui stop ... --no-wait`, the
+    screen follows the real state until the run is stopped."""
+    monkeypatch.chdir(tmp_path)
+    started = subprocess.run(cli_argv(["exec", "--name", "sleeper", "--", sys.executable, "-c",
+                                       "import time; time.sleep(120)"]), env=cli_env(), capture_output=True,
+                             text=True, timeout=60)
+    assert started.returncode == 0, started.stderr
+    run_dir = Path(started.stdout.strip().splitlines()[0]).resolve()
+    try:
+        app = HostApp(lambda: ConfirmStopScreen(run_dir, grace_s=10, poll_s=0.1))
+        async with app.run_test(size=(80, 24)) as pilot:
+            assert await wait_until(pilot, lambda: effective_state(run_dir) == "running", timeout=30)
+            await pilot.pause(0.1)
+            await pilot.press("enter")
+            assert await wait_until(pilot, lambda: app.results, timeout=40)
+        assert app.results == ["stopped"]
+        assert app.wizard.launched == [["stop", "runs/exec/sleeper", "--grace", "10", "--no-wait"]]
+    finally:
+        status = read_status(run_dir)
+        for pid in (status.trainer_pid, status.supervisor_pid) if status else ():
+            try:
+                if pid:
+                    os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

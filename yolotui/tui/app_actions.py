@@ -23,14 +23,15 @@ from yolotui.tui.actions import DEFAULT_PROJECT, Launcher, pager_argv, run_cli, 
 RUN_ACTIONS = ("resume_run", "finetune_run", "stop_run", "save_checkpoint", "open_log", "copy_path")
 ALL_ACTIONS = ("new_run", *RUN_ACTIONS)
 
+# On the runs table and the dashboard (screen bindings, so the footer lists them before the app's q ? t).
 RUN_ACTION_BINDINGS = [
-    Binding("n", "new_run", "New run"),
-    Binding("R", "resume_run", "Resume"),
-    Binding("F", "finetune_run", "Fine-tune"),
-    Binding("x", "stop_run", "Stop"),
-    Binding("c", "save_checkpoint", "Checkpoint", show=False),
-    Binding("l", "open_log", "Log", show=False),
-    Binding("y", "copy_path", "Copy path", show=False),
+    Binding("n", "app.new_run", "New"),
+    Binding("R", "app.resume_run", "Resume"),
+    Binding("F", "app.finetune_run", "Tune"),
+    Binding("x", "app.stop_run", "Stop"),
+    Binding("c", "app.save_checkpoint", "Checkpoint", show=False),
+    Binding("l", "app.open_log", "Log", show=False),
+    Binding("y", "app.copy_path", "Copy path", show=False),
 ]
 
 
@@ -65,6 +66,14 @@ class RunActionsMixin:
             if action in RUN_ACTIONS and self.current_run() is None:
                 return False
         return super().check_action(action, parameters)  # type: ignore[misc]
+
+    def on_data_table_row_highlighted(self, event) -> None:
+        """A new highlighted run: the footer's run keys follow it (they hide while no run is highlighted)."""
+        self.refresh_bindings()
+
+    def on_runs_loaded(self, message) -> None:
+        """The runs table was (re)filled (HomeScreen's message, bubbled up): the run keys may apply now."""
+        self.call_after_refresh(self.refresh_bindings)
 
     # -- opening screens ----------------------------------------------------------------------------------
     def _opened(self, run_dir: Path | None) -> None:
