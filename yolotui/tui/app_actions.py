@@ -27,7 +27,7 @@ ALL_ACTIONS = ("new_run", *RUN_ACTIONS)
 RUN_ACTION_BINDINGS = [
     Binding("n", "app.new_run", "New"),
     Binding("R", "app.resume_run", "Resume"),
-    Binding("F", "app.finetune_run", "Tune"),
+    Binding("F", "app.finetune_run", "Fine-tune", show=False),
     Binding("x", "app.stop_run", "Stop"),
     Binding("c", "app.save_checkpoint", "Checkpoint", show=False),
     Binding("l", "app.open_log", "Log", show=False),
