@@ -27,6 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
+    parser.add_argument("--from", dest="from_ckpt", default=None, metavar="CKPT",
+                        help="resume from this checkpoint of the run (best.pt, epochN.pt) when last.pt is damaged; "
+                             "the damaged last.pt is kept as last.pt.damaged-<time>")
     changeable = {"--epochs", "--batch-size", "--batch", "--device", "--workers"}
     for flags, kwargs in TRAIN_FLAGS:
         if changeable.intersection(flags):
@@ -86,7 +89,7 @@ def newest_resumable() -> Path:
 
 def resume_run(target: str | None, epochs: int | None = None, batch_size: int | None = None,
                device: str | None = None, workers: int | None = None, attach: bool = False,
-               dist_flags: dict[str, Any] | None = None) -> int:
+               dist_flags: dict[str, Any] | None = None, from_ckpt: str | None = None) -> int:
     """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
     from yolotui.commands._launch import after_launch, start_training
     from yolotui.config import device_string, load_yaml, parse_device
@@ -96,6 +99,10 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
     run_dir = run_dir_for(target)
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
+    if from_ckpt:
+        from yolotui.commands._restore import restore_last
+
+        restore_last(run_dir, from_ckpt)
     last = run_dir / layout.WEIGHTS_DIR / layout.LAST_PT
     if not last.exists():
         raise UserError(f"{run_dir}: no weights/last.pt to resume from; start it again with yolotui train")
@@ -150,4 +157,4 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.commands._distributed import given_layout
 
     return resume_run(args.run, args.epochs, args.batch_size, args.device, args.workers, args.attach,
-                      dist_flags=given_layout(args))
+                      dist_flags=given_layout(args), from_ckpt=getattr(args, "from_ckpt", None))

@@ -19,13 +19,14 @@ from textual.screen import Screen
 
 from yolotui.errors import UserError
 from yolotui.tui import themes as theme_files
+from yolotui.tui.app_actions import RunActionsMixin
 from yolotui.tui.screens.home import COLUMNS, HomeScreen
 from yolotui.tui.sources import make_sampler
 
 GPU_INTERVAL_S = 1.0
 
 
-class YolotuiApp(App[int]):
+class YolotuiApp(RunActionsMixin, App[int]):
     """Runs table and run dashboards over the run directories of the global index."""
 
     CSS_PATH = Path(__file__).with_name("app.tcss")  # absolute: subclasses elsewhere still find it
@@ -149,6 +150,7 @@ class YolotuiApp(App[int]):
         yield SystemCommand("Help: keys", "Show every key", self.action_help)
         yield SystemCommand("Next theme", "Switch to the next theme (remembered)", self.action_next_theme)
         yield SystemCommand("Runs table", "Back to the table of every run", self.show_home)
+        yield from self.run_action_commands(screen)
         home = self.home
         if home is not None:
             yield SystemCommand("Reload runs", "Read every run folder again", home.action_reload)

@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
 from yolotui.tui.runview import RunReader, RunView
 from yolotui.tui.sources import run_pids, safe_sample
 from yolotui.tui.watch import watch_changes
@@ -62,6 +63,7 @@ class DashboardScreen(Screen):
         Binding("escape", "back", "Runs"),
         Binding("r", "reload", "Reload"),
         Binding("f", "toggle_log", "Log only"),
+        *RUN_ACTION_BINDINGS,  # wizards and run actions (yolotui.tui.app_actions)
     ]
 
     def __init__(self, run_dir: Path, name: str | None = None) -> None:
@@ -99,7 +101,7 @@ class DashboardScreen(Screen):
                 yield CheckpointPanel(id="checkpoints")
                 yield RestartPanel(id="restarts")
             yield LogTail(id="log")
-        yield Footer()
+        yield Footer(compact=True)  # 80 columns fit every footer key
 
     def on_mount(self) -> None:
         self.title = f"yolotui: {self.reader.view.name}"

@@ -28,6 +28,17 @@ HELP_TEXT = """\
   f          log tail full screen, and back
   r          reload now
 
+[b]Run actions[/b] (on the table: the highlighted run; on a dashboard: its run)
+  n          new run wizard          R   resume / extend (diagnosis first)
+  F          fine-tune wizard        x   stop (checkpoint, then exit)
+  c          checkpoint now          l   train.log in $PAGER
+  y          copy the run folder
+
+[b]In a wizard[/b]  (the `yolotui ...` line it will run is shown at the bottom)
+  tab        next field; in a path field, first accepts the completion
+  ctrl+s     launch (nothing launches while a field shows an error)
+  esc        cancel
+
 Everything shown is rebuilt from the run folder: after an SSH drop, run
 [b]yolotui attach RUN[/b] (or open it from the table) and nothing is lost.
 """

@@ -17,6 +17,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from yolotui.runs import index
 from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
 from yolotui.runs.summary import RunSummary, summarize_all
+from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
 from yolotui.tui.runview import format_age, format_time
 from yolotui.tui.sources import CheckpointFacts, diagnose
 from yolotui.tui.watch import watch_changes
@@ -56,6 +57,7 @@ class HomeScreen(Screen):
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("s", "sort", "Sort"),
         Binding("r", "reload", "Reload"),
+        *RUN_ACTION_BINDINGS,  # wizards and run actions (yolotui.tui.app_actions)
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
     DEFAULT_CSS = """
@@ -86,7 +88,7 @@ class HomeScreen(Screen):
         with Vertical(id="home-body"):
             yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
             yield Static("loading runs…", id="home-message")
-        yield Footer()
+        yield Footer(compact=True)  # 80 columns fit every footer key
 
     def on_mount(self) -> None:
         self.title = "yolotui: runs"

@@ -1,0 +1,209 @@
+"""Resume wizard (Pilot, fake diagnoses): the diagnosis first, then only the choices that fit; each choice runs its
+`yolotui resume` line; bad batch / epochs show inline errors and launch nothing."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Input, RadioSet, Static
+from tui_fakes import rendered, wait_until
+from wizard_kit import CaptureLauncher, HostApp, fake_diagnosis, make_plain_run, verdict
+
+from yolotui.tui.screens.wizard_resume import (
+    EXTEND,
+    FINETUNE,
+    FROM,
+    RESUME,
+    SMALLER,
+    ResumeFacts,
+    ResumeWizard,
+    resume_choices,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def run_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return make_plain_run(tmp_path / "runs" / "exp", batch=16)
+
+
+def host(run_dir, kind, launcher, opened=None):
+    return HostApp(lambda: ResumeWizard(run_dir, launcher, diagnose=lambda path: fake_diagnosis(path, kind),
+                                        open_finetune=(opened.append if opened is not None else None)))
+
+
+async def ready(pilot) -> ResumeWizard:
+    wizard = pilot.app.wizard
+    assert await wait_until(pilot, lambda: wizard.facts is not None)
+    await pilot.pause()
+    return wizard
+
+
+def keys(wizard) -> list[str]:
+    return [choice.key for choice in wizard.choices]
+
+
+def test_choices_follow_the_diagnosis(tmp_path):
+    run = make_plain_run(tmp_path / "exp")
+
+    def choices(kind):
+        return [(c.key, c.checkpoint) for c in resume_choices(ResumeFacts(fake_diagnosis(run, kind), 16, []))]
+
+    assert choices("resume") == [(RESUME, None), (SMALLER, None), (FINETUNE, None)]
+    assert choices("finished") == [(EXTEND, None), (FINETUNE, None)]
+    assert choices("corrupt") == [(FROM, "best.pt"), (FINETUNE, None)]
+    assert choices("live") == []
+    assert choices("nothing") == []
+    # an epoch checkpoint that is resumable is offered too when last.pt is damaged
+    other = verdict(run, "epoch4.pt", "resumable", 5)
+    offered = resume_choices(ResumeFacts(fake_diagnosis(run, "corrupt"), 16, [other]))
+    assert [(c.key, c.checkpoint, c.epoch) for c in offered] == [
+        (FROM, "best.pt", 2), (FROM, "epoch4.pt", 5), (FINETUNE, None, None)]
+    # batch 1 cannot get smaller
+    assert SMALLER not in [c.key for c in resume_choices(ResumeFacts(fake_diagnosis(run, "resume"), 1, []))]
+
+
+async def test_diagnosis_is_shown_then_resume_as_is(run_dir):
+    launcher = CaptureLauncher(run_dir)
+    app = host(run_dir, "resume", launcher)
+    async with app.run_test(size=(80, 24)) as pilot:
+        wizard = await ready(pilot)
+        text = rendered(wizard.query_one("#diagnosis", Static))
+        for words in ("RESUMABLE (epoch 3/10, batch 5", "failure  killed: killed by SIGKILL",
+                      "drift    hyp.yaml lr0: 0.01 → 0.02", "env      torch 2.14.1", "advice   resume from last.pt"):
+            assert words in text, words
+        assert keys(wizard) == [RESUME, SMALLER, FINETUNE]
+        assert wizard.selected().key == RESUME
+        assert "yolotui resume runs/exp" in rendered(wizard.query_one("#command", Static))
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: app.results)
+    assert launcher.calls == [["resume", "runs/exp"]]
+    assert app.results == [run_dir]
+
+
+async def test_oom_preselects_a_smaller_batch_and_checks_it(run_dir):
+    launcher = CaptureLauncher(run_dir)
+    app = host(run_dir, "oom", launcher)
+    async with app.run_test(size=(80, 24)) as pilot:
+        wizard = await ready(pilot)
+        assert wizard.selected().key == SMALLER
+        batch = wizard.query_one("#batch", Input)
+        assert batch.value == "8" and wizard.query_one("#batch-field").display
+        for bad, words in (("16", "must be below the current 16"), ("0", "at least 1"), ("x", "not a whole number")):
+            batch.value = bad
+            await pilot.press("ctrl+s")
+            await pilot.pause(0.05)
+            assert words in rendered(wizard.query_one("#batch-error", Static)), bad
+            assert launcher.calls == []
+        batch.value = "4"
+        await pilot.pause()
+        assert "--batch-size 4" in rendered(wizard.query_one("#command", Static))
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: app.results)
+    assert launcher.calls == [["resume", "runs/exp", "--batch-size", "4"]]
+
+
+async def test_finished_run_extends_above_the_current_epoch(run_dir):
+    launcher = CaptureLauncher(run_dir)
+    app = host(run_dir, "finished", launcher)
+    async with app.run_test(size=(80, 24)) as pilot:
+        wizard = await ready(pilot)
+        assert keys(wizard) == [EXTEND, FINETUNE]
+        epochs = wizard.query_one("#epochs", Input)
+        assert epochs.value == "20"
+        for bad in ("10", "3"):
+            epochs.value = bad
+            await pilot.press("ctrl+s")
+            await pilot.pause(0.05)
+            assert f"{bad} is not above the current epoch (10): give at least 11" in \
+                rendered(wizard.query_one("#epochs-error", Static))
+            assert wizard.query_one("#epochs-error").has_class("-shown")
+        assert launcher.calls == [] and app.results == []
+        epochs.value = "15"
+        await pilot.pause()
+        assert not wizard.query_one("#epochs-error").has_class("-shown")  # fixed: the error goes
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: app.results)
+    assert launcher.calls == [["resume", "runs/exp", "--epochs", "15"]]
+
+
+async def test_corrupt_last_resumes_from_best(run_dir):
+    launcher = CaptureLauncher(run_dir)
+    app = host(run_dir, "corrupt", launcher)
+    async with app.run_test(size=(80, 24)) as pilot:
+        wizard = await ready(pilot)
+        assert "CORRUPT (4 min old) — truncated zip" in rendered(wizard.query_one("#diagnosis", Static))
+        assert keys(wizard) == [FROM, FINETUNE]
+        assert "--from best.pt" in rendered(wizard.query_one("#command", Static))
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: app.results)
+    assert launcher.calls == [["resume", "runs/exp", "--from", "best.pt"]]
+
+
+async def test_finetune_choice_hands_over_to_the_finetune_wizard(run_dir):
+    launcher, opened = CaptureLauncher(run_dir), []
+    app = host(run_dir, "finished", launcher, opened)
+    async with app.run_test(size=(80, 24)) as pilot:
+        wizard = await ready(pilot)
+        await pilot.press("down")  # keyboard: the radio set has focus; move to fine-tune and pick it
+        await pilot.press("enter")
+        assert wizard.selected().key == FINETUNE
+        assert "fine-tune wizard" in rendered(wizard.query_one("#command", Static))
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: app.results)
+    assert launcher.calls == [] and opened == [run_dir]
+
+
+@pytest.mark.parametrize("kind, words", [("live", "the run is live: stop it first"),
+                                         ("nothing", "no usable checkpoint")])
+async def test_nothing_to_choose_launches_nothing(run_dir, kind, words):
+    launcher = CaptureLauncher(run_dir)
+    app = host(run_dir, kind, launcher)
+    async with app.run_test(size=(80, 24)) as pilot:
+        wizard = await ready(pilot)
+        assert words in rendered(wizard.query_one("#choice-placeholder", Static))
+        assert not wizard.query(RadioSet)
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.05)
+        assert "nothing was launched" in rendered(wizard.query_one("#status", Static))
+    assert launcher.calls == []
+
+
+async def test_real_diagnosis_of_a_folder_without_checkpoints(run_dir):
+    """yolotui.health's diagnose_run runs in the worker (the environment probe, slow here, is left to the
+    end-to-end test); a run with no weights has nothing to resume."""
+    from yolotui.health.report import diagnose_run
+
+    launcher = CaptureLauncher(run_dir)
+    app = HostApp(lambda: ResumeWizard(run_dir, launcher,
+                                       diagnose=lambda path: diagnose_run(path, environment=False, logind=False)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        wizard = app.wizard
+        assert await wait_until(pilot, lambda: wizard.facts is not None, timeout=60)
+        assert "MISSING" in rendered(wizard.query_one("#diagnosis", Static))
+        assert wizard.choices == []
+    assert launcher.calls == []
+
+
+def test_gather_facts_offers_resumable_epoch_checkpoints_on_disk(tmp_path):
+    """Real files and yolotui.health: last.pt torn, best.pt finished, epoch4.pt resumable -> resume from epoch4.pt."""
+    from _health_fixtures import save_yolotui
+    from wizard_kit import make_source_run
+
+    from yolotui.health.report import diagnose_run
+    from yolotui.tui.screens.wizard_resume import gather_facts
+
+    run = make_source_run(tmp_path / "runs" / "exp", batch=16)
+    weights = run / "weights"
+    save_yolotui(weights / "epoch4.pt", epoch=5, epochs=10)
+    (weights / "last.pt").write_bytes((weights / "last.pt").read_bytes()[:300])
+    facts = gather_facts(run, lambda path: diagnose_run(path, environment=False, logind=False))
+    assert facts.diagnosis.last.verdict == "corrupt" and facts.batch_size == 16
+    offered = [(c.key, c.checkpoint) for c in resume_choices(facts)]
+    assert (FROM, "epoch4.pt") in offered and offered[-1] == (FINETUNE, None)

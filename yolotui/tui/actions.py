@@ -1,0 +1,169 @@
+"""The command lines the wizards run, and running them: every TUI action is a `yolotui ...` CLI call.
+
+A wizard shows `format_command(args)` (so users learn the CLI) and launches by running exactly
+`cli_argv(args)` = `[sys.executable, "-m", "yolotui", *args]`, never through a shell. The CLI commands
+detach the run under its supervisor and return at once, so a launch takes about a second.
+Torch-free: this module imports only the standard library.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent  # the folder holding the yolotui package
+DEFAULT_PROJECT = "runs/train"
+LAUNCH_TIMEOUT_S = 120.0
+
+
+@dataclass
+class CliResult:
+    """How a `yolotui ...` call ended: exit status and what it printed."""
+
+    args: list[str]
+    returncode: int
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0."""
+        return self.returncode == 0
+
+    @property
+    def message(self) -> str:
+        """The line worth showing: the last error line on failure, else the first output line."""
+        if not self.ok:
+            lines = [line for line in self.stderr.splitlines() if line.strip()] or \
+                [line for line in self.stdout.splitlines() if line.strip()]
+            text = lines[-1] if lines else f"exit status {self.returncode}"
+            return text.removeprefix("yolotui: error: ")
+        lines = [line for line in self.stdout.splitlines() if line.strip()]
+        return lines[0] if lines else "done"
+
+
+Launcher = Callable[[list[str]], CliResult]
+
+
+def cli_argv(args: Sequence[str]) -> list[str]:
+    """The argv that runs `yolotui ARGS` with this interpreter and this copy of yolotui."""
+    return [sys.executable, "-m", "yolotui", *args]
+
+
+def format_command(args: Sequence[str]) -> str:
+    """The command line as a user would type it: `yolotui train --cfg ...`, shell-quoted."""
+    return shlex.join(["yolotui", *[str(a) for a in args]])
+
+
+def cli_env() -> dict[str, str]:
+    """Environment for the CLI subprocess: this copy of yolotui first on PYTHONPATH (it may not be installed)."""
+    env = dict(os.environ)
+    parts = [str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+    return env
+
+
+def run_cli(args: Sequence[str], timeout: float = LAUNCH_TIMEOUT_S) -> CliResult:
+    """Run `yolotui ARGS` to its end (no shell, stdin closed); a timeout or a missing interpreter is a result."""
+    args = [str(a) for a in args]
+    try:
+        done = subprocess.run(cli_argv(args), env=cli_env(), stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return CliResult(args, 124, "", f"`{format_command(args)}` did not return within {timeout:g} s")
+    except OSError as exc:
+        return CliResult(args, 127, "", f"could not run {sys.executable}: {exc}")
+    return CliResult(args, done.returncode, done.stdout, done.stderr)
+
+
+def display_path(path: str | Path) -> str:
+    """A path as short as it can be shown: relative to the working folder when inside it."""
+    path = Path(path)
+    if not path.is_absolute():
+        return str(path)
+    try:
+        relative = path.relative_to(Path.cwd())
+    except ValueError:
+        return str(path)
+    return str(relative) if str(relative) != "." else str(path)
+
+
+# -------------------------------------------------------------------------------------- command lines
+
+def train_args(cfg: str, data: str, epochs: int, batch_size: int, imgsz: int, device: str, hyp: str = "",
+               name: str = "", project: str = DEFAULT_PROJECT, workers: int | None = None) -> list[str]:
+    """`yolotui train` arguments with the official flag names (defaults left out)."""
+    args = ["train", "--cfg", cfg, "--data", data, "--epochs", str(epochs), "--batch-size", str(batch_size),
+            "--img", str(imgsz), "--device", device]
+    if workers is not None:
+        args += ["--workers", str(workers)]
+    if hyp:
+        args += ["--hyp", hyp]
+    if project and project != DEFAULT_PROJECT:
+        args += ["--project", project]
+    if name:
+        args += ["--name", name]
+    return args
+
+
+def resume_args(run: str, epochs: int | None = None, batch_size: int | None = None,
+                from_ckpt: str | None = None) -> list[str]:
+    """`yolotui resume RUN [--epochs N] [--batch-size B] [--from CKPT]`."""
+    args = ["resume", run]
+    if epochs is not None:
+        args += ["--epochs", str(epochs)]
+    if batch_size is not None:
+        args += ["--batch-size", str(batch_size)]
+    if from_ckpt:
+        args += ["--from", from_ckpt]
+    return args
+
+
+def finetune_args(source: str, data: str, freeze: str, epochs: int, lr_scale: float, name: str = "",
+                  project: str | None = None) -> list[str]:
+    """`yolotui finetune --from SRC --data D --freeze F --epochs N --lr-scale S [--name N]`."""
+    args = ["finetune", "--from", source, "--data", data, "--freeze", freeze, "--epochs", str(epochs),
+            "--lr-scale", f"{lr_scale:g}"]
+    if project:
+        args += ["--project", project]
+    if name:
+        args += ["--name", name]
+    return args
+
+
+def stop_args(run: str, force: bool = False, grace_s: float | None = None) -> list[str]:
+    """`yolotui stop RUN --no-wait [--force] [--grace S]` (the TUI follows the stop itself)."""
+    args = ["stop", run]
+    if force:
+        args.append("--force")
+    elif grace_s is not None:
+        args += ["--grace", f"{grace_s:g}"]
+    return args + ["--no-wait"]
+
+
+def save_args(run: str) -> list[str]:
+    """`yolotui save RUN`: a checkpoint now."""
+    return ["save", run]
+
+
+_STARTED = re.compile(r"^(?:started|resuming) run [^:]*: (?P<path>.+)$", re.MULTILINE)
+
+
+def launched_run_dir(result: CliResult) -> Path | None:
+    """The run folder a train/resume/finetune call printed ('started run NAME: PATH'), if any."""
+    match = _STARTED.search(result.stdout)
+    return Path(match.group("path").strip()) if match else None
+
+
+def pager_argv(path: Path, environ: dict[str, str] | None = None) -> list[str]:
+    """`$PAGER FILE` split into argv (no shell); `less -R +G` when PAGER is unset (starts at the end)."""
+    environ = os.environ if environ is None else environ
+    pager = environ.get("PAGER", "").strip()
+    argv = shlex.split(pager) if pager else ["less", "-R", "+G"]
+    return [*argv, str(path)]
