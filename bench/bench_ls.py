@@ -77,11 +77,14 @@ def main() -> int:
         env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         result = medians({
             "pass": [sys.executable, "-c", "pass"],
+            "floor": [sys.executable, "-c", "import argparse, json, pathlib"],
             "ls": [sys.executable, "-m", "yolotui", "ls"],
             "json": [sys.executable, "-m", "yolotui", "ls", "--json"],
         }, env, args.repeat)
     baseline = result["pass"]
     print(f"python -c pass        : {baseline * 1000:7.1f} ms (median of {args.repeat}, interleaved)")
+    print(f"import argparse/json/pathlib: {result['floor'] * 1000:5.1f} ms  ratio {result['floor'] / baseline:.2f}x "
+          "(what any argparse CLI pays)")
     print(f"yolotui ls ({args.runs} runs): {result['ls'] * 1000:7.1f} ms  "
           f"ratio {result['ls'] / baseline:.2f}x (target <= 3x)")
     print(f"yolotui ls --json     : {result['json'] * 1000:7.1f} ms  ratio {result['json'] / baseline:.2f}x")

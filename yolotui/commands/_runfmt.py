@@ -33,8 +33,19 @@ def epoch_text(epoch: int | None, epochs: int | None) -> str:
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Left-aligned columns separated by two spaces."""
-    widths = [len(h) for h in header]
-    for row in rows:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in (header, *rows)]
-    return "\n".join(lines)
+    lines = [header, *rows]
+    widths = [max(len(line[col]) for line in lines) for col in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
+
+
+def emit(text: str) -> None:
+    """Print `text`; when the reader has gone (`yolotui ls | head`), end quietly instead of a traceback."""
+    import os
+    import sys
+
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again

@@ -38,12 +38,10 @@ def _tail_offset(path, lines: int) -> int:
 def run(args: argparse.Namespace) -> int:
     """Print (and follow) train.log."""
     import sys
-    import time
 
     from yolotui.errors import UserError
-    from yolotui.runs.layout import LIVE_STATES, TRAIN_LOG
+    from yolotui.runs.layout import TRAIN_LOG
     from yolotui.runs.resolve import resolve_run
-    from yolotui.runs.status import effective_state
 
     run_dir = resolve_run(args.run)
     path = run_dir / TRAIN_LOG
@@ -64,8 +62,25 @@ def run(args: argparse.Namespace) -> int:
             return
         if data:
             out.write(data)
-            out.flush()
+            out.flush()  # BrokenPipeError (`yolotui logs RUN | head`) is caught in run()
             offset += len(data)
+
+    try:
+        return _print_and_follow(run_dir, path, args, pump)
+    except BrokenPipeError:
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _print_and_follow(run_dir, path, args, pump) -> int:
+    """Print what is there; with --follow, keep printing until the run is no longer live."""
+    import sys
+    import time
+
+    from yolotui.runs.layout import LIVE_STATES
+    from yolotui.runs.status import effective_state
 
     pump()
     if not args.follow:

@@ -17,12 +17,12 @@ def run(args: argparse.Namespace) -> int:
     """Print the runs table (or JSON)."""
     import json
 
-    from yolotui.commands._runfmt import age, epoch_text, table, when
+    from yolotui.commands._runfmt import age, emit, epoch_text, table, when
     from yolotui.runs.summary import summarize_all
 
     summaries = summarize_all()
     if args.json:
-        print(json.dumps([s.to_dict() for s in summaries], indent=2))
+        emit(json.dumps([s.to_dict() for s in summaries], indent=2))
         return 0
     if not summaries:
         print("no runs yet: start one with `yolotui exec -- CMD` or `yolotui train`")
@@ -34,5 +34,5 @@ def run(args: argparse.Namespace) -> int:
         rows.append((s.name, state, epoch_text(s.epoch, s.epochs),
                      f"{s.best_map:.4f}" if s.best_map is not None else "-",
                      age(s.checkpoint_age), s.device or "-", when(s.started)))
-    print(table(header, rows))
+    emit(table(header, rows))
     return 0

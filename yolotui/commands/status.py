@@ -18,7 +18,7 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from yolotui.commands._runfmt import age, epoch_text, table, when
-    from yolotui.runs.layout import INTERRUPTED
+    from yolotui.runs.layout import INTERRUPTED, LIVE_STATES
     from yolotui.runs.policy import describe_exit
     from yolotui.runs.resolve import resolve_run
     from yolotui.runs.status import read_status
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         lines.append("           its supervisor is gone (killed, or the machine restarted); nothing is running")
     if status is not None:
         lines.append(f"command    {shlex.join(status.command)}".replace("\n", "\\n"))
-        if status.supervisor_pid:
+        if status.supervisor_pid and summary.state in LIVE_STATES:
             lines.append(f"pids       supervisor {status.supervisor_pid}, trainer {status.trainer_pid or '-'}")
         ended = f", ended {when(status.ended)}" if status.ended else ""
         lines.append(f"started    {when(status.started)}{ended} (updated {age(time.time() - (status.updated or time.time()))} ago)")

@@ -220,7 +220,10 @@ class Supervisor:
             return
         log(f"processes left in group {pgid} after the trainer exited: sending SIGTERM")
         procs.signal_group(pgid, signal.SIGTERM)
-        grace = LEFTOVER_GRACE_S if self.stop is None else min(LEFTOVER_GRACE_S, self.stop["grace_s"])
+        if self.stop is None:
+            grace = LEFTOVER_GRACE_S
+        else:
+            grace = 0.0 if self.stop["force"] else min(LEFTOVER_GRACE_S, self.stop["grace_s"])
         deadline = time.time() + grace
         while procs.group_members(pgid) and time.time() < deadline:
             self.reap()

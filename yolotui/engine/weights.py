@@ -1,0 +1,104 @@
+"""Loading a yolotui checkpoint as a model ready for evaluation (validation, prediction).
+
+A yolotui checkpoint (format 'yolotui-1') is a plain dict that loads with `weights_only=True` and
+carries the model's yaml (`model_yaml`), so it rebuilds its own model; the EMA weights are preferred
+over the raw ones, as the trainer validates and picks best.pt on the EMA. Official YOLOv9 checkpoints
+pickle whole model classes: loading them would run code from the file, so they are refused with a
+message that names the file.
+"""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from yolotui.errors import UserError
+
+
+def _looks_official(path: Path) -> bool:
+    """True when the checkpoint's pickle names the official repository's model classes."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            pickle_name = next((n for n in archive.namelist() if n.endswith("data.pkl")), None)
+            if pickle_name is None:
+                return False
+            data = archive.read(pickle_name)
+    except (OSError, zipfile.BadZipFile):
+        return False
+    return b"models.yolo" in data or b"models.common" in data
+
+
+def read_checkpoint(path: str | Path) -> dict:
+    """The checkpoint dict at `path`, loaded safely; UserError naming the file when it cannot be used."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"--weights {path}: file not found; give the path of a .pt checkpoint such as "
+                        "runs/train/exp/weights/best.pt")
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        if _looks_official(path):
+            raise UserError(f"--weights {path}: an official YOLOv9 checkpoint (it pickles the repository's "
+                            "model classes); yolotui evaluates only its own checkpoints, which load without "
+                            "running code: train or fine-tune with yolotui first") from None
+        raise UserError(f"--weights {path}: not a yolotui checkpoint (it holds pickled Python objects, which "
+                        "yolotui never loads because that would run code from the file)") from None
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as exc:
+        raise UserError(f"--weights {path}: cannot read the checkpoint ({str(exc).splitlines()[0][:160]}); "
+                        "it may be truncated: try last.pt or best.pt of the same run") from None
+    if not isinstance(ckpt, dict):
+        raise UserError(f"--weights {path}: expected a yolotui checkpoint dict, found {type(ckpt).__name__}")
+    missing = [key for key in ("model_yaml",) if key not in ckpt]
+    if missing or not isinstance(ckpt.get("ema") or ckpt.get("model"), dict):
+        raise UserError(f"--weights {path}: not a yolotui checkpoint (needs model_yaml and a model or ema "
+                        "state dict); yolotui writes these as runs/train/<name>/weights/last.pt and best.pt")
+    return ckpt
+
+
+def _names_of(ckpt: dict, nc: int) -> list[str]:
+    names = ckpt.get("names")
+    if isinstance(names, dict):
+        return [str(names.get(i, names.get(str(i), i))) for i in range(nc)]
+    if isinstance(names, (list, tuple)) and len(names) == nc:
+        return [str(n) for n in names]
+    return [str(i) for i in range(nc)]
+
+
+def load_model_for_eval(path: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
+    """Build the model stored in a yolotui checkpoint, load its EMA (else raw) weights, eval mode, on `device`.
+
+    Returns `(model, info)`; info holds path, nc, names, epoch, epochs, weights ('ema' or 'model'),
+    best_fitness and the checkpoint's hyp/opt dicts (empty when absent).
+    """
+    from yolotui.engine.model import build_model
+
+    path = Path(path)
+    ckpt = read_checkpoint(path)
+    model_yaml = ckpt["model_yaml"]
+    nc = int(ckpt.get("nc") or (model_yaml.get("nc") if isinstance(model_yaml, dict) else 0) or 0)
+    use_ema = isinstance(ckpt.get("ema"), dict) and len(ckpt["ema"]) > 0
+    state = ckpt["ema"] if use_ema else ckpt["model"]
+    try:
+        model = build_model(model_yaml, nc=nc or None)
+        model.load_state_dict(state, strict=True)
+    except (RuntimeError, KeyError, ValueError) as exc:
+        raise UserError(f"--weights {path}: its weights do not fit the model it describes "
+                        f"({str(exc).splitlines()[0][:160]})") from None
+    model = model.float().to(torch.device(device)).eval()
+    nc = int(getattr(model, "nc", nc))
+    info = {
+        "path": str(path),
+        "nc": nc,
+        "names": _names_of(ckpt, nc),
+        "epoch": ckpt.get("epoch"),
+        "epochs": ckpt.get("epochs"),
+        "weights": "ema" if use_ema else "model",
+        "best_fitness": ckpt.get("best_fitness"),
+        "hyp": dict(ckpt.get("hyp") or {}),
+        "opt": dict(ckpt.get("opt") or {}),
+    }
+    return model, info
