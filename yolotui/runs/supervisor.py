@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.errors import UserError
-from yolotui.runs import lock, policy, procs
+from yolotui.runs import lock, policy, procs, remedies
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import EventFollower
 from yolotui.runs.layout import (
@@ -340,10 +340,14 @@ class Supervisor:
             self.status.trainer_pid = None
             attempt_events = [e for e in events.poll() if e.get("attempt", attempt) == attempt]
             facts = {**record, "stop_requested": self.stop_wanted() is not None,
-                     "signals_sent": list(self.signals_sent), "spawn_error": spawn_error}
+                     "signals_sent": list(self.signals_sent), "spawn_error": spawn_error,
+                     "run_dir": str(self.run_dir), "changes_so_far": changes, "name": self.status.name}
             decision = policy.decide(facts, self.config, attempt_events)
             record.update(failure_class=decision.failure_class, message=decision.message,
-                          remedy=decision.remedy, changes=decision.changes)
+                          remedy=decision.remedy, changes=decision.changes, settings=decision.settings,
+                          retry_at=time.time() + decision.delay_s if decision.retry else None)
+            if decision.failure_class is not None:  # issue 7: every classified failure is also an event
+                remedies.record_remedy_event(self.run_dir, attempt, decision)
             how = policy.describe_exit(record["exit_code"], record["exit_signal"])
             self.marker(f"attempt {attempt} ended {_now_iso()}: {how}; {decision.remedy or decision.state}")
             log(f"attempt {attempt} ended: {how} -> {decision.failure_class or decision.state}; {decision.remedy}")
@@ -352,7 +356,8 @@ class Supervisor:
                 return 0
             changes = policy.merge_changes(changes, decision.changes)
             self.status.remedies.append({"attempt": attempt + 1, "failure_class": decision.failure_class,
-                                         "remedy": decision.remedy, "changes": decision.changes})
+                                         "remedy": decision.remedy, "changes": decision.changes,
+                                         "settings": decision.settings})
             self.status.state = RESTARTING
             self.status.message = f"{decision.message}; {decision.remedy}"
             self.status.failure_class = decision.failure_class

@@ -1,0 +1,113 @@
+"""Classify why training failed into the supervisor's classes: oom, comm, nan, data, crash (DESIGN.md).
+
+`classify_exception(exc)` looks at the exception type and, because many failures reach Python as a plain
+RuntimeError (CUDA and NCCL errors, an exception re-raised from a DataLoader worker process), at the text of
+the whole exception chain. The trainer reports the result as an `error` event before it exits nonzero; the
+supervisor picks the remedy from the class (yolotui/runs/remedies.py).
+
+`NanGuard` turns "the loss is not finite" into the `nan` class only when it persists for several consecutive
+steps (a single overflow under mixed precision is normal and skipped), and tells the trainer when its state is
+suspect so no checkpoint is written from it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from yolotui.errors import UserError
+
+OOM, COMM, NAN, DATA, CRASH = "oom", "comm", "nan", "data", "crash"
+
+# Text that identifies an out-of-memory error whatever wrapper carried it (DataLoader workers re-raise
+# with "Caught OutOfMemoryError in DataLoader worker process 0" and the original text).
+_OOM_TEXT = ("cuda out of memory", "outofmemoryerror", "cublas_status_alloc_failed", "cudnn_status_alloc_failed",
+             "hip out of memory", "mps backend out of memory", "out of memory")
+_COMM_TEXT = ("nccl", "gloo", "connection reset", "connection refused", "broken pipe", "collective operation timeout",
+              "watchdog caught collective", "processgroup", "c10d", "socket timeout", "distbackenderror",
+              "distnetworkerror", "connectionreseterror")
+_COMM_TYPES = ("DistBackendError", "DistNetworkError", "DistStoreError", "DistError")
+
+NAN_STEPS_DEFAULT = 3  # consecutive non-finite losses before the run is declared diverged
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss stayed NaN or infinite for several consecutive steps."""
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def classify_exception(exc: BaseException) -> str:
+    """The failure class of `exc`: oom, comm, nan, data or crash."""
+    chain = _chain(exc)
+    names = [type(e).__name__ for e in chain]
+    text = " ".join(f"{type(e).__name__}: {e}" for e in chain).lower()
+    if type(exc).__name__ == "NonFiniteLoss":
+        return NAN
+    if isinstance(exc, UserError) or "caught usererror" in text:
+        return DATA
+    if any(name == "OutOfMemoryError" for name in names) or any(t in text for t in _OOM_TEXT):
+        return OOM
+    if any(isinstance(e, MemoryError) for e in chain):
+        return OOM
+    if any(isinstance(e, ConnectionError) for e in chain) \
+            or any(name in _COMM_TYPES for name in names) or any(t in text for t in _COMM_TEXT):
+        return COMM
+    return CRASH
+
+
+def failure_message(exc: BaseException, kind: str) -> str:
+    """A one-line message for the error event: the user's message for data errors, else type and first line."""
+    if kind == DATA and isinstance(exc, UserError):
+        return str(exc)
+    text = str(exc).strip()
+    if kind == DATA and "caught usererror" in text.lower():
+        # a UserError re-raised from a DataLoader worker: its own message is the last non-empty line
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        text = lines[-1] if lines else text
+        return text.split("UserError: ", 1)[-1]
+    first = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def nan_steps_limit() -> int:
+    """Consecutive non-finite losses tolerated (YOLOTUI_NAN_STEPS, default 3)."""
+    value = os.environ.get("YOLOTUI_NAN_STEPS", "")
+    return max(1, int(value)) if value.isdigit() else NAN_STEPS_DEFAULT
+
+
+class NanGuard:
+    """Counts consecutive non-finite losses; raises NonFiniteLoss when they reach the limit."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = nan_steps_limit() if limit is None else max(1, int(limit))
+        self.streak = 0
+
+    @property
+    def suspect(self) -> bool:
+        """True while the latest loss was not finite: no checkpoint may be written from this state."""
+        return self.streak > 0
+
+    def check(self, finite: bool, where: str) -> bool:
+        """Record one step's loss; True when the step may proceed (finite), False to skip it; raises at the limit."""
+        if finite:
+            self.streak = 0
+            return True
+        self.streak += 1
+        if self.streak >= self.limit:
+            raise NonFiniteLoss(f"loss not finite for {self.streak} consecutive steps (last at {where})")
+        return False
+
+
+def collective_timeout_s(default: float = 1800.0) -> float:
+    """Timeout for collectives (YOLOTUI_COLLECTIVE_TIMEOUT_S, set by the comm remedy) for process-group setup."""
+    try:
+        return float(os.environ.get("YOLOTUI_COLLECTIVE_TIMEOUT_S", default))
+    except ValueError:
+        return default
