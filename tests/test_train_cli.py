@@ -57,7 +57,7 @@ def test_train_returns_at_once_and_run_finishes_under_supervisor(tmp_path, yolot
     run_dir, _ = _train(tmp_path, yolotui_cmd, env)
     assert effective_state(run_dir) not in ENDED_STATES  # returned while the trainer still works
     assert _wait_ended(run_dir) == "finished"
-    assert len(read_rows(run_dir / "results.csv")) == 1
+    assert [int(r["epoch"]) for r in read_rows(run_dir / "results.csv")] == [0, 1]
     for name in ("run.yaml", "opt.yaml", "hyp.yaml", "status.json", "events.jsonl", "train.log"):
         assert (run_dir / name).exists(), name
     assert load(run_dir / "weights" / "last.pt")["epoch"] == 1
@@ -80,6 +80,30 @@ def test_resume_cli_extends_a_finished_run(tmp_path, yolotui_cmd, env):
     done = subprocess.run([*yolotui_cmd, "resume", str(run_dir), "--epochs", "2"], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    time.sleep(1.0)
+    assert _wait_ended(run_dir) == "finished"
+    assert [int(r["epoch"]) for r in read_rows(run_dir / "results.csv")] == [0, 1]
+
+
+@pytest.mark.slow
+def test_stop_then_train_resume_without_argument(tmp_path, yolotui_cmd, env):
+    """`yolotui stop` (SIGTERM to the process group, loader workers included) -> stopped; `train --resume`."""
+    from yolotui.runs.events import read_events
+
+    run_dir, _ = _train(tmp_path, yolotui_cmd, env, "--workers", "1", "--batch", "2", "--epochs", "2")
+    deadline = time.monotonic() + 120
+    while not any(e.get("type") == "batch" for e in read_events(run_dir / "events.jsonl")):
+        assert time.monotonic() < deadline and effective_state(run_dir) not in ENDED_STATES
+        time.sleep(0.1)
+    stop = subprocess.run([*yolotui_cmd, "stop", str(run_dir)], env=env, capture_output=True, text=True, timeout=90)
+    assert stop.returncode == 0, stop.stderr
+    assert _wait_ended(run_dir) == "stopped"
+    assert any(e.get("type") == "stop" for e in read_events(run_dir / "events.jsonl"))
+    ckpt = load(run_dir / "weights" / "last.pt")
+    assert ckpt["epoch"] < 2
+    resumed = subprocess.run([*yolotui_cmd, "train", "--resume"], env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert resumed.returncode == 0 and str(run_dir) in resumed.stdout, resumed.stderr
     time.sleep(1.0)
     assert _wait_ended(run_dir) == "finished"
     assert [int(r["epoch"]) for r in read_rows(run_dir / "results.csv")] == [0, 1]

@@ -315,7 +315,7 @@ def validate_options(opt: dict[str, Any], check_device: bool = True) -> tuple[di
     from yolotui.configs import resolve_hyp
 
     hyp_path = resolve_hyp(opt["hyp"])
-    if opt["hyp"] and not Path(str(opt["hyp"])).expanduser().is_file():
+    if opt["hyp"] and opt["hyp"] != TRAIN_DEFAULTS["hyp"] and not Path(str(opt["hyp"])).expanduser().is_file():
         warnings.append(f"--hyp {opt['hyp']}: using the shipped {hyp_path.name}")
     load_hyp(hyp_path)
     opt["hyp"] = str(hyp_path.resolve())

@@ -44,7 +44,14 @@ def describe(event: dict[str, Any]) -> str | None:
     if kind == "start":
         resumed = event.get("resumed_from")
         where = f" (resumed at epoch {resumed['epoch']}, batch {resumed['step']})" if resumed else ""
-        return f"training started on {', '.join(event.get('devices') or ['?'])}{where}"
+        line = f"training started on {', '.join(event.get('devices') or ['?'])}{where}"
+        transfer = event.get("transfer")
+        if transfer:
+            line += (f"; weights: {transfer['transferred']}/{transfer['total']} tensors transferred, "
+                     f"{len(transfer.get('reinitialised') or [])} re-initialised")
+        if event.get("frozen"):
+            line += f"; {event['frozen']} parameter tensors frozen"
+        return line
     if kind in ("warning", "error"):
         return f"{kind}: [{event.get('kind')}] {event.get('message')}"
     if kind == "stop":

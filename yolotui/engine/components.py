@@ -6,7 +6,9 @@ the loop itself reads as the method and a change in a sibling's signature touche
 
 from __future__ import annotations
 
+import functools
 import math
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,7 +83,7 @@ def build_datasets(data: DataInfo, opt: dict[str, Any], hyp: dict[str, Any], bat
     val_set = YoloDataset(data.val, imgsz=imgsz, augment=False, hyp=hyp, seed=seed, cache=cache)
     val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=min(int(opt.get("workers", 0)), 2),
                               shuffle=False, seed=seed)
-    return train_set, val_loader
+    return train_set, shield_workers(val_loader)
 
 
 def batches_per_epoch(train_set: Any, batch_size: int) -> int:
@@ -98,7 +100,25 @@ def epoch_loader(train_set: Any, opt: dict[str, Any], batch_size: int, epoch: in
     loader = build_loader(train_set, batch_size=batch_size, workers=int(opt.get("workers", 0)), shuffle=True,
                           seed=int(opt.get("seed", 0)), start_batch=start_batch, epoch=epoch)
     set_loader_epoch(loader, epoch, mosaic)
+    return shield_workers(loader)
+
+
+def shield_workers(loader: Any) -> Any:
+    """Make the loader's worker processes ignore SIGTERM/SIGINT/SIGUSR1.
+
+    `yolotui stop` signals the trainer's whole process group; the trainer itself checkpoints and exits at the
+    next step, but a worker dying of the same signal would make the DataLoader raise mid-epoch first.
+    """
+    original = loader.worker_init_fn
+    loader.worker_init_fn = functools.partial(_shielded_init, original)
     return loader
+
+
+def _shielded_init(original: Any, worker_id: int) -> None:
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    if original is not None:
+        original(worker_id)
 
 
 def run_validation(model: nn.Module, loader: Any, device: torch.device, nc: int, names: list[str],

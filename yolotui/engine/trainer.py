@@ -36,6 +36,7 @@ from yolotui.runs.events import EventWriter, read_events
 from yolotui.runs.results import append_row, truncate_after
 
 BATCH_EVENT_INTERVAL_S = 0.3  # at most ~3 batch events a second
+LOG_INTERVAL_S = 10.0  # progress lines in train.log (the events carry every detail)
 GRAD_CLIP_NORM = 10.0
 
 
@@ -120,6 +121,10 @@ class Trainer:
         self.requests = SignalRequests()
         self.faults = FaultInjector.from_env(read_attempt(self.run_dir))  # YOLOTUI_FAULT (tests only)
         self.nan_guard = NanGuard()
+        self.save_period_s = 600.0
+        self.last_save_time = time.monotonic()
+        self.last_log_time = 0.0
+        self.last_metrics: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------ setup
 
@@ -375,6 +380,8 @@ class Trainer:
                 rate = window_images / max(now - window_start, 1e-6)
                 self._batch_event(epoch, i, self.epoch_loss_sum / (i + 1), rate)
                 last_event, window_start, window_images = now, now, 0
+            if now - self.last_log_time >= LOG_INTERVAL_S or i + 1 == self.batches or i == start_step:
+                self.last_log_time = now
                 self._log(f"epoch {epoch + 1}/{self.epochs} batch {i + 1}/{self.batches} "
                           + " ".join(f"{k}={v:.4f}" for k, v in _loss_dict(self.epoch_loss_sum / (i + 1)).items()))
             due = now - self.last_save_time >= self.save_period_s
@@ -430,7 +437,6 @@ class Trainer:
         """Run (or resume) training to the planned epochs; returns the process exit code."""
         self.save_period_s = float(self.opt.get("save_period_min", 10.0)) * 60.0
         self.last_save_time = time.monotonic()
-        self.last_metrics: dict[str, float] = {}
         self.events.emit("start", config={k: self.opt.get(k) for k in (
             "cfg", "data", "epochs", "batch_size", "imgsz", "optimizer", "weights", "device", "workers")},
             world_size=1, devices=[_device_name(self.device)], resumed_from=self.resumed_from,
@@ -450,7 +456,7 @@ class Trainer:
                 return 0
             if self._end_epoch(epoch, time.monotonic() - started):
                 break
-            if self.requests.stop:  # asked to stop during validation: the epoch checkpoint is written
+            if self.requests.stop and epoch + 1 < self.epochs:  # asked during validation: checkpoint written
                 self.events.emit("stop", reason=self.requests.stop_signal, epoch=epoch + 1, step=0,
                                  checkpoint=str(self.last_path))
                 return 0

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
 
 
 def fsync_dir(folder: Path) -> None:
@@ -25,7 +25,7 @@ def fsync_dir(folder: Path) -> None:
 
 
 @contextmanager
-def atomic_open(path: Path, mode: str = "wb") -> Iterator[IO[Any]]:
+def atomic_open(path: Path, mode: str = "wb") -> Iterator[io.IOBase]:  # typing is not imported: `yolotui ls` loads this
     """Open a temporary file beside `path`; on a clean exit flush, fsync and `os.replace` it into place."""
     import tempfile  # here, not at the top: `yolotui ls` never writes and should not pay for it
 
@@ -58,12 +58,12 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path: Path, obj: Any) -> None:
+def atomic_write_json(path: Path, obj: object) -> None:
     """Replace `path` with `obj` as indented JSON atomically."""
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
-def read_json(path: Path) -> Any | None:
+def read_json(path: Path) -> object | None:
     """Read a JSON file written by `atomic_write_json`; None when it is absent or unreadable."""
     try:
         with open(path, "rb") as handle:
