@@ -9,7 +9,7 @@ from typing import Any
 from yolotui.config import opt_yaml_dict, save_yaml
 from yolotui.runs import layout
 
-DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_MAX_ATTEMPTS = 5  # attempts in all (the first and 4 restarts), issue 7
 
 
 def write_run_files(run_dir: Path, opt: dict[str, Any], hyp: dict[str, Any]) -> None:
@@ -28,19 +28,25 @@ def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None) -> li
 
 
 def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any] | None = None,
-                   max_attempts: int = DEFAULT_MAX_ATTEMPTS) -> None:
+                   max_attempts: int = DEFAULT_MAX_ATTEMPTS, backoff_s: float | None = None) -> None:
     """Launch the trainer for `run_dir` under a detached supervisor (UserError before detaching on bad input)."""
     from yolotui.runs.launcher import launch
 
     run_dir = Path(run_dir)
     launch(run_dir, engine_command(run_dir, overrides), name=run_dir.name, backend="yolotui",
            device=str(opt.get("device") or ""), max_attempts=max_attempts,
+           **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
            extra={"options": opt_yaml_dict(opt), "save_signal": True})
 
 
 def after_launch(run_dir: Path, attach: bool, verb: str = "started") -> int:
     """Print where the run lives; follow it in plain text when `attach`."""
     print(f"{verb} run {Path(run_dir).name}: {run_dir}")
+    from yolotui.runs.logout import launch_lines
+    from yolotui.runs.runconfig import read_run_config
+
+    for line in launch_lines(read_run_config(Path(run_dir)).get("logout")):  # how it survives logout (issue 7)
+        print(line)
     if attach:
         from yolotui.commands._progress import follow
 

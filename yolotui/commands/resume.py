@@ -27,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
+    parser.add_argument("--interrupted", action="store_true",
+                        help="resume every interrupted run of yours (after a reboot or container restart)")
     changeable = {"--epochs", "--batch-size", "--batch", "--device", "--workers"}
     for flags, kwargs in TRAIN_FLAGS:
         if changeable.intersection(flags):
@@ -131,6 +133,12 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
 
 def run(args: argparse.Namespace) -> int:
     """Refuse unchangeable flags, then resume."""
+    if args.interrupted:  # issue 7: after a reboot, each run continues with its own saved settings
+        if args.run or any(v is not None for v in (args.epochs, args.batch_size, args.device, args.workers)):
+            raise UserError("--interrupted resumes every interrupted run as it was: give no RUN and no options")
+        from yolotui.commands.service import print_resume_interrupted
+
+        return print_resume_interrupted()
     from yolotui.commands.train import RESUME_CHANGEABLE, given_options
 
     extra = sorted(k for k in given_options(args) if k not in RESUME_CHANGEABLE)
