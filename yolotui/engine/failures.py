@@ -64,9 +64,9 @@ def classify_exception(exc: BaseException) -> str:
 
 def failure_message(exc: BaseException, kind: str) -> str:
     """A one-line message for the error event: the user's message for data errors, else type and first line."""
-    if kind == DATA and isinstance(exc, UserError):
-        return str(exc)
     text = str(exc).strip()
+    if kind == DATA and isinstance(exc, UserError) and "caught usererror" not in text.lower():
+        return text
     if kind == DATA and "caught usererror" in text.lower():
         # a UserError re-raised from a DataLoader worker: its own message is the last non-empty line
         lines = [line.strip() for line in text.splitlines() if line.strip()]
