@@ -338,7 +338,7 @@ class Trainer:
             preds = self.model(imgs)
             loss, items = self.loss_fn(preds, targets)
             loss = self.faults.loss(loss)
-        if not self.nan_guard.check(bool(torch.isfinite(loss)), f"iteration {ni}, loss {float(loss)}"):
+        if not self.nan_guard.check(bool(torch.isfinite(loss.detach())), f"iteration {ni}"):
             return torch.zeros(3)  # skipped: a lone non-finite step (fp16 overflow) must not poison the weights
         self.scaler.scale(loss).backward()
         accumulate = warmup_accumulation(ni, self.plan.warmup_iters, self.accumulate)
