@@ -240,3 +240,17 @@ def test_relaunch_keeps_the_last_attempt_command_and_remedy_env(tmp_path):
     assert "logout" not in plan["extra"] and plan["extra"]["resumed_after_interrupt"]["previous_attempt"] == 2
     first = command_for_attempt({**config, "command": plan["command"], **plan["extra"]}, 1, {})
     assert first[-1] == "--resume"
+
+
+def test_without_an_event_the_log_tail_and_self_inflicted_signals_classify():
+    official = {"name": "o", "backend": "exec", "command": ["python", "train_dual.py", "--batch", "16"],
+                "restart": {"max_attempts": 3, "backoff_s": 1}}
+    tail = "epoch 3 ...\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB\n"
+    oom = decide(record(command=official["command"], log_tail=tail), official, [])
+    assert oom.failure_class == "oom" and oom.changes["args"] == {"--batch": 8} and "--accumulate" not in str(oom)
+    assert "CUDA out of memory" in oom.message
+    nccl = decide(record(log_tail="[E ProcessGroupNCCL.cpp:563] Watchdog caught collective operation timeout"),
+                  official, [])
+    assert nccl.failure_class == "comm" and nccl.retry
+    segv = decide(record(exit_code=None, exit_signal=signal.SIGSEGV), official, [])
+    assert segv.failure_class == "crash" and segv.retry  # a crash inside the process, not a kill from outside

@@ -15,16 +15,10 @@ from __future__ import annotations
 import os
 
 from yolotui.errors import UserError
+from yolotui.runs.failure_text import classify_text
 
 OOM, COMM, NAN, DATA, CRASH = "oom", "comm", "nan", "data", "crash"
 
-# Text that identifies an out-of-memory error whatever wrapper carried it (DataLoader workers re-raise
-# with "Caught OutOfMemoryError in DataLoader worker process 0" and the original text).
-_OOM_TEXT = ("cuda out of memory", "outofmemoryerror", "cublas_status_alloc_failed", "cudnn_status_alloc_failed",
-             "hip out of memory", "mps backend out of memory", "out of memory")
-_COMM_TEXT = ("nccl", "gloo", "connection reset", "connection refused", "broken pipe", "collective operation timeout",
-              "watchdog caught collective", "processgroup", "c10d", "socket timeout", "distbackenderror",
-              "distnetworkerror", "connectionreseterror")
 _COMM_TYPES = ("DistBackendError", "DistNetworkError", "DistStoreError", "DistError")
 
 NAN_STEPS_DEFAULT = 3  # consecutive non-finite losses before the run is declared diverged
@@ -52,12 +46,12 @@ def classify_exception(exc: BaseException) -> str:
         return NAN
     if isinstance(exc, UserError) or "caught usererror" in text:
         return DATA
-    if any(name == "OutOfMemoryError" for name in names) or any(t in text for t in _OOM_TEXT):
+    by_text = classify_text(text)
+    if any(name == "OutOfMemoryError" for name in names) or by_text == OOM \
+            or any(isinstance(e, MemoryError) for e in chain):
         return OOM
-    if any(isinstance(e, MemoryError) for e in chain):
-        return OOM
-    if any(isinstance(e, ConnectionError) for e in chain) \
-            or any(name in _COMM_TYPES for name in names) or any(t in text for t in _COMM_TEXT):
+    if any(isinstance(e, ConnectionError) for e in chain) or any(name in _COMM_TYPES for name in names) \
+            or by_text == COMM or any(word in text for word in ("nccl", "gloo", "c10d")):
         return COMM
     return CRASH
 

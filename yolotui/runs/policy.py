@@ -40,6 +40,8 @@ DEFAULT_BACKOFF_MAX_S = 60.0
 
 # Exit codes a shell or a trainer uses to say "I was ended by this signal" (128 + signal number).
 _SIGNAL_EXIT_CODES = {128 + s: s for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL)}
+# Signals that end a process from outside; SIGSEGV, SIGABRT (e.g. NCCL's watchdog), SIGBUS ... are crashes.
+_OUTSIDE_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGQUIT})
 
 
 @dataclass
@@ -131,21 +133,37 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
             return Decision(retry=False, state=STOPPED, message="stopped by a signal after saving a checkpoint")
         return Decision(retry=False, state=FINISHED, message="finished (exit code 0)")
 
-    # The attempt's own error event first; then a signal nobody in yolotui sent; then the exit code.
+    # The attempt's own error event first; then a signal nobody in yolotui sent; then the exit code (and the
+    # CUDA/NCCL messages in the log tail of a command that writes no events).
     sent = set(record.get("signals_sent") or ())
     outside_signal = exit_signal if exit_signal is not None else _SIGNAL_EXIT_CODES.get(exit_code)
-    if event_class is None and outside_signal is not None and outside_signal not in sent:
+    if event_class is None and outside_signal in _OUTSIDE_SIGNALS and outside_signal not in sent:
         name = record.get("name") or run_config.get("name") or ""
         return Decision(retry=False, state=FAILED, failure_class=KILLED,
                         message=f"{how}, not sent by yolotui",
                         remedy="not retried: something outside yolotui ended it (the OOM killer, a `kill`, "
                                f"a shutdown); resume it when the cause is gone: yolotui resume {name}".rstrip())
-    failure_class = event_class or CRASH
+    from yolotui.runs.failure_text import classify_text
+
+    log_class = None if event_class else classify_text(record.get("log_tail"))
+    failure_class = event_class or log_class or CRASH
+    if log_class and not event_message:
+        event_message = f"{log_class} error in the log: " + _matching_line(record.get("log_tail") or "", log_class)
     message = f"{how}: {event_message}" if event_message else how
     from yolotui.runs.remedies import plan_remedy  # remedies imports this module
 
     return plan_remedy(failure_class, message, record, run_config, events_since_attempt,
                        run_dir=record.get("run_dir"), changes_so_far=record.get("changes_so_far"))
+
+
+def _matching_line(text: str, failure_class: str) -> str:
+    """The last log line that shows `failure_class` (trimmed), for the message."""
+    from yolotui.runs.failure_text import classify_text
+
+    for line in reversed(text.splitlines()):
+        if classify_text(line) == failure_class:
+            return line.strip()[:300]
+    return ""
 
 
 def merge_changes(so_far: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
