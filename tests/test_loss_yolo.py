@@ -176,3 +176,28 @@ def test_targets_on_a_non_square_input():
     targets = torch.tensor([[0, 0, 0.8, 0.5, 0.2, 0.5]])  # right part of a 96x64 image
     loss, items = loss_fn(maps, targets)
     assert torch.isfinite(loss) and items[0] > 0
+
+
+@pytest.mark.parametrize("config", ["gelan-t", "yolov9-t"])
+def test_loss_on_a_real_tiny_model(config):
+    from yolotui.engine.model import build_model, narrow_config
+    from yolotui.engine.model.builder import load_model_yaml
+
+    torch.manual_seed(0)
+    cfg, _ = load_model_yaml(config)
+    model = build_model(narrow_config(cfg, 0.25), nc=NC).train()
+    loss_fn = YoloLoss(model.nc, model.stride, reg_max=model.reg_max)
+    images = torch.rand(2, 3, IMG, IMG)
+    preds = model(images)
+    dual = isinstance(preds[0], (list, tuple))
+    assert dual == (config == "yolov9-t")
+    loss, items = loss_fn(preds, TARGETS)
+    assert torch.isfinite(loss) and (items > 0).all()
+    loss.backward()
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+    # eval mode hands back (decoded, maps); the loss reads the maps, as validation does
+    model.eval()
+    with torch.no_grad():
+        _, eval_items = loss_fn(model(images), TARGETS)
+    assert torch.isfinite(eval_items).all()

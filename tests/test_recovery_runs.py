@@ -99,7 +99,7 @@ def test_comm_error_retries_after_the_backoff(tmp_path, yolotui_cmd, env):
     assert "after 1.5 s backoff" in first["remedy"]
     changed = first["changes"]["env"]
     assert changed["TORCH_NCCL_ASYNC_ERROR_HANDLING"] == "1" and changed["TORCH_NCCL_BLOCKING_WAIT"] == "1"
-    assert float(changed["YOLOTUI_COLLECTIVE_TIMEOUT_S"]) > 0
+    assert float(changed["YOLOTUI_DDP_TIMEOUT_MIN"]) > 0
 
 
 def test_nan_resumes_from_the_last_finite_checkpoint_at_half_the_lr(tmp_path, yolotui_cmd, env):

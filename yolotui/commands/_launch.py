@@ -18,9 +18,12 @@ def write_run_files(run_dir: Path, opt: dict[str, Any], hyp: dict[str, Any]) -> 
     save_yaml(Path(run_dir) / layout.HYP_YAML, hyp)
 
 
-def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None) -> list[str]:
-    """argv of the trainer process for `run_dir`, with resume overrides as flags."""
-    argv = [sys.executable, "-m", "yolotui.engine", "train", "--run-dir", str(run_dir)]
+def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None, nproc: int = 1) -> list[str]:
+    """argv of the trainer for `run_dir`, with resume overrides as flags; under torchrun when `nproc` > 1."""
+    launcher = [sys.executable]
+    if nproc > 1:
+        launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    argv = [*launcher, "-m", "yolotui.engine", "train", "--run-dir", str(run_dir)]
     for key, value in (overrides or {}).items():
         if value is not None:
             argv += [f"--{key.replace('_', '-')}", str(value)]
@@ -33,7 +36,9 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
     from yolotui.runs.launcher import launch
 
     run_dir = Path(run_dir)
-    launch(run_dir, engine_command(run_dir, overrides), name=run_dir.name, backend="yolotui",
+    device = str((overrides or {}).get("device") or opt.get("device") or "")
+    nproc = len(device.split(",")) if device.strip().lower() not in ("", "cpu") else 1
+    launch(run_dir, engine_command(run_dir, overrides, nproc), name=run_dir.name, backend="yolotui",
            device=str(opt.get("device") or ""), max_attempts=max_attempts,
            **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
            extra={"options": opt_yaml_dict(opt), "save_signal": True})

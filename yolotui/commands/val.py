@@ -15,6 +15,13 @@ from pathlib import Path
 from yolotui.errors import UserError
 
 SPLITS = ("val", "test", "train")
+_MAX_WARNINGS = 5
+
+
+def _as_single_class(labels):
+    labels = labels.copy()
+    labels[:, 0] = 0
+    return labels
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-det", type=int, default=300, help="maximum detections per image")
     parser.add_argument("--task", choices=SPLITS, default="val", help="which split of the data yaml to use")
     parser.add_argument("--workers", type=int, default=2, help="data loader workers")
+    parser.add_argument("--single-cls", action="store_true",
+                        help="treat every label as class 0 (for a model trained with --single-cls)")
     parser.add_argument("--save-json", action="store_true",
                         help="write COCO predictions.json and ground-truth.json into the run folder")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
@@ -120,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     if not weights.is_file():
         raise UserError(f"--weights {weights}: file not found; give a checkpoint such as "
                         "runs/train/exp/weights/best.pt")
-    from yolotui.datasets import load_data_yaml
+    from yolotui.datasets import check_labels, list_images, load_data_yaml
 
     data = load_data_yaml(args.data)
     if not data.split(args.task):
@@ -134,20 +143,32 @@ def run(args: argparse.Namespace) -> int:
 
     device = select_device(args.device)
     model, info = load_model_for_eval(weights, device)
-    if info["nc"] != data.nc:
+    nc = 1 if args.single_cls else data.nc
+    names = (["item"] if len(data.names) != 1 else list(data.names)) if args.single_cls else list(data.names)
+    if info["nc"] != nc:
+        hint = " (or add --single-cls)" if info["nc"] == 1 and not args.single_cls else ""
         raise UserError(f"--weights {weights} predicts {info['nc']} classes but {data.yaml_path} has "
-                        f"nc={data.nc}; validate on the data set the model was trained for")
+                        f"nc={nc}; validate on the data set the model was trained for{hint}")
     stride = int(max(float(s) for s in getattr(model, "stride", torch.tensor([32.0])))) or 32
     imgsz = args.imgsz
     if imgsz % stride:
         imgsz = (imgsz // stride + 1) * stride
         print(f"yolotui: warning: --img {args.imgsz} must be a multiple of the model stride {stride}, "
               f"updated to {imgsz}", file=sys.stderr)
-    dataset = YoloDataset.from_config(data, args.task, imgsz=imgsz, augment=False, stride=stride)
+    report = check_labels(list_images(data.split(args.task)), data.nc)
+    for warning in report.warnings[:_MAX_WARNINGS]:
+        print(f"yolotui: warning: {warning}", file=sys.stderr)
+    if len(report.warnings) > _MAX_WARNINGS:
+        print(f"yolotui: warning: ... and {len(report.warnings) - _MAX_WARNINGS} more; run yolotui check-data",
+              file=sys.stderr)
+    report.require_usable(f"{data.yaml_path} '{args.task}'")
+    pairs = report.usable
+    if args.single_cls:
+        pairs = [(path, _as_single_class(labels)) for path, labels in pairs]
+    dataset = YoloDataset(pairs, imgsz=imgsz, augment=False, stride=stride)
     loader = build_loader(dataset, batch_size=args.batch_size, workers=args.workers, shuffle=False)
     folder = _run_folder(args) if args.save_json else None
-    names = list(data.names) if data.names else info["names"]
-    result = validate(model, loader, device, data.nc, names, save_json_dir=folder, conf=args.conf, iou=args.iou,
+    result = validate(model, loader, device, nc, names, save_json_dir=folder, conf=args.conf, iou=args.iou,
                       max_det=args.max_det, progress=_progress_printer(not args.json and sys.stderr.isatty()))
 
     if args.json:

@@ -86,19 +86,20 @@ def build_datasets(data: DataInfo, opt: dict[str, Any], hyp: dict[str, Any], bat
     return train_set, shield_workers(val_loader)
 
 
-def batches_per_epoch(train_set: Any, batch_size: int) -> int:
-    """Batches in one epoch (the last one may be short)."""
-    return math.ceil(len(train_set) / batch_size)
+def batches_per_epoch(train_set: Any, batch_size: int, world_size: int = 1) -> int:
+    """Batches each process runs in one epoch (the last one may be short; shards are padded to equal size)."""
+    return math.ceil(math.ceil(len(train_set) / world_size) / batch_size)
 
 
 def epoch_loader(train_set: Any, opt: dict[str, Any], batch_size: int, epoch: int, start_batch: int,
-                 mosaic: bool) -> Any:
+                 mosaic: bool, rank: int = 0, world_size: int = 1) -> Any:
     """The training batches of `epoch` from batch `start_batch` on; order and augmentation depend only on
     (seed, epoch, index)."""
     from yolotui.engine.data.loader import build_loader, set_loader_epoch
 
     loader = build_loader(train_set, batch_size=batch_size, workers=int(opt.get("workers", 0)), shuffle=True,
-                          seed=int(opt.get("seed", 0)), start_batch=start_batch, epoch=epoch)
+                          seed=int(opt.get("seed", 0)), start_batch=start_batch, epoch=epoch, rank=rank,
+                          world_size=world_size)
     set_loader_epoch(loader, epoch, mosaic)
     return shield_workers(loader)
 

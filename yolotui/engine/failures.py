@@ -97,11 +97,3 @@ class NanGuard:
         if self.streak >= self.limit:
             raise NonFiniteLoss(f"loss not finite for {self.streak} consecutive steps (last at {where})")
         return False
-
-
-def collective_timeout_s(default: float = 1800.0) -> float:
-    """Timeout for collectives (YOLOTUI_COLLECTIVE_TIMEOUT_S, set by the comm remedy) for process-group setup."""
-    try:
-        return float(os.environ.get("YOLOTUI_COLLECTIVE_TIMEOUT_S", default))
-    except ValueError:
-        return default

@@ -23,7 +23,7 @@ from torch import nn
 
 from yolotui.config import load_hyp, load_yaml, opt_yaml_dict, parse_freeze, save_yaml
 from yolotui.engine import checkpoint as ckpt_io
-from yolotui.engine import components
+from yolotui.engine import components, ddp
 from yolotui.engine.ema import ModelEMA, unwrap
 from yolotui.engine.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
 from yolotui.engine.faults import FaultInjector
@@ -117,7 +117,9 @@ class Trainer:
         self.weights_dir = layout.weights_dir(self.run_dir)
         self.last_path = self.weights_dir / layout.LAST_PT
         self.best_path = self.weights_dir / layout.BEST_PT
-        self.events = EventWriter(self.run_dir / layout.EVENTS_JSONL, read_attempt(self.run_dir))
+        self.dist = ddp.dist_info()
+        self.events: Any = (EventWriter(self.run_dir / layout.EVENTS_JSONL, read_attempt(self.run_dir))
+                            if self.dist.main else _NoEvents())
         self.requests = SignalRequests()
         self.faults = FaultInjector.from_env(read_attempt(self.run_dir))  # YOLOTUI_FAULT (tests only)
         self.nan_guard = NanGuard()
@@ -129,7 +131,8 @@ class Trainer:
     # ------------------------------------------------------------------------------------------ setup
 
     def _log(self, message: str) -> None:
-        print(message, flush=True)
+        if self.dist.main:
+            print(message, flush=True)
 
     def _load_options(self) -> None:
         self.opt = load_yaml(self.run_dir / layout.OPT_YAML, "opt.yaml")
@@ -195,7 +198,6 @@ class Trainer:
         prefixes = freeze_prefixes(self.opt["freeze"], int(getattr(model, "backbone_layers", 0)))
         self.frozen = 0
         for name, param in model.named_parameters():
-            param.requires_grad_(True)
             if any(name.startswith(p) for p in prefixes):
                 param.requires_grad_(False)
                 self.frozen += 1
@@ -204,15 +206,28 @@ class Trainer:
         self.model = model.to(self.device)
         if self.cuda:
             self.model = self.model.to(memory_format=torch.channels_last)
+        if self.dist.distributed:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.dist.local_rank] if self.cuda else None
+            self.model = DistributedDataParallel(self.model, device_ids=ids, output_device=ids[0] if ids else None)
 
     def setup(self) -> None:
         """Read options, data and model; restore a checkpoint when one exists."""
         for stale in self.weights_dir.glob(".*.tmp"):  # temp files of a write killed before its replace
             stale.unlink(missing_ok=True)
         self._load_options()
-        seed_everything(int(self.opt["seed"]) + 1, deterministic=True)
+        seed_everything(int(self.opt["seed"]) + 1 + self.dist.rank, deterministic=True)
         self.device = select_device(str(self.opt.get("device", "")))
         self.cuda = self.device.type == "cuda"
+        if self.dist.distributed:
+            if self.batch_size % self.dist.world_size:
+                raise UserError(f"--batch-size {self.batch_size} must be a multiple of the {self.dist.world_size}"
+                                " processes")
+            if self.cuda:
+                self.device = torch.device(f"cuda:{self.dist.local_rank}")
+            ddp.init(self.dist, self.cuda)
+        self.rank_batch = self.batch_size // self.dist.world_size
         data = components.load_data(self.opt)
         self.data = data
         self.nc, self.names = data.nc, data.names
@@ -227,8 +242,8 @@ class Trainer:
         self.ema = ModelEMA(self.model)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.cuda)
         self.loss_fn = components.build_loss(unwrap(self.model), self.hyp, float(self.opt.get("label_smoothing", 0.0)))
-        self.train_set, self.val_loader = components.build_datasets(data, self.opt, self.hyp, self.batch_size)
-        self.batches = components.batches_per_epoch(self.train_set, self.batch_size)
+        self.train_set, self.val_loader = components.build_datasets(data, self.opt, self.hyp, self.rank_batch)
+        self.batches = components.batches_per_epoch(self.train_set, self.rank_batch, self.dist.world_size)
         self.plan = make_plan(self.opt, self.hyp, self.epochs, self.batches)
         self.start_epoch, self.start_step = 0, 0
         self.best_fitness, self.best_epoch = 0.0, -1
@@ -240,6 +255,9 @@ class Trainer:
             self._restore(self.resume_ckpt, decay)
         self.resume_ckpt = None
         self.opt["accumulate"] = self.accumulate
+        self.opt["world_size"] = self.dist.world_size
+        if not self.dist.main:
+            return
         save_yaml(self.run_dir / layout.OPT_YAML, opt_yaml_dict({**self.opt, "save_dir": str(self.run_dir)}))
         save_yaml(self.run_dir / layout.HYP_YAML, self.hyp)
 
@@ -269,6 +287,8 @@ class Trainer:
         self.pending_grads = train_state.get("grads")
         ckpt_io.set_rng_state(ckpt.get("rng") or {})
         self.resumed_from = {"path": str(self.last_path), "epoch": self.start_epoch, "step": self.start_step}
+        if not self.dist.main:
+            return
         kept = truncate_after(self.run_dir / layout.RESULTS_CSV, self.start_epoch - 1)
         dropped = drop_events_after(self.run_dir / layout.EVENTS_JSONL, self.start_epoch, self.start_step)
         self._log(f"Resuming from {self.last_path}: epoch {self.start_epoch}, batch {self.start_step}"
@@ -303,6 +323,9 @@ class Trainer:
         }
 
     def _write(self, ckpt: dict[str, Any], path: Path) -> None:
+        self.last_save_time = time.monotonic()
+        if not self.dist.main:
+            return
         if self.nan_guard.suspect or not _finite_weights(ckpt):
             # never replace a good checkpoint with a diverged state: the nan remedy resumes from the last good one
             self.events.emit("warning", kind="nan", message=f"not writing {path.name}: the loss or weights are "
@@ -314,6 +337,9 @@ class Trainer:
         self.last_save_time = time.monotonic()
 
     def _save_mid_epoch(self, epoch: int, step: int) -> None:
+        if not self.dist.main:
+            self.last_save_time = time.monotonic()
+            return
         grads = {name: p.grad.detach().clone().cpu() for name, p in unwrap(self.model).named_parameters()
                  if p.grad is not None}
         state = {"last_opt_step": int(self.last_opt_step), "epoch_loss_sum": self.epoch_loss_sum.clone(),
@@ -338,7 +364,12 @@ class Trainer:
             preds = self.model(imgs)
             loss, items = self.loss_fn(preds, targets)
             loss = self.faults.loss(loss)
-        if not self.nan_guard.check(bool(torch.isfinite(loss.detach())), f"iteration {ni}"):
+            if self.dist.distributed:
+                loss = loss * self.dist.world_size  # DDP averages gradients over ranks
+        finite = bool(torch.isfinite(loss.detach()))
+        if self.dist.distributed:  # every rank must skip the same step, or the gradient all-reduce hangs
+            finite = not ddp.agree([not finite], self.dist, self.device)[0]
+        if not self.nan_guard.check(finite, f"iteration {ni}"):
             return torch.zeros(3)  # skipped: a lone non-finite step (fp16 overflow) must not poison the weights
         self.scaler.scale(loss).backward()
         accumulate = warmup_accumulation(ni, self.plan.warmup_iters, self.accumulate)
@@ -355,8 +386,9 @@ class Trainer:
     def _train_epoch(self, epoch: int, start_step: int) -> bool:
         """Train one epoch from batch `start_step`; False when a stop request ended it early."""
         self.model.train()
-        loader = components.epoch_loader(self.train_set, self.opt, self.batch_size, epoch, start_step,
-                                         mosaic=self._mosaic(epoch))
+        loader = components.epoch_loader(self.train_set, self.opt, self.rank_batch, epoch, start_step,
+                                         mosaic=self._mosaic(epoch), rank=self.dist.rank,
+                                         world_size=self.dist.world_size)
         if start_step == 0:
             self.epoch_loss_sum = torch.zeros(3)
             self.optimizer.zero_grad(set_to_none=True)
@@ -385,7 +417,9 @@ class Trainer:
                 self._log(f"epoch {epoch + 1}/{self.epochs} batch {i + 1}/{self.batches} "
                           + " ".join(f"{k}={v:.4f}" for k, v in _loss_dict(self.epoch_loss_sum / (i + 1)).items()))
             due = now - self.last_save_time >= self.save_period_s
-            if self.requests.stop or self.requests.save or due:
+            stop, save, due = ddp.agree([self.requests.stop, self.requests.save, due], self.dist, self.device)
+            self.requests.stop = stop
+            if stop or save or due:
                 self._save_mid_epoch(epoch, i + 1)
                 self.requests.save = False
                 if self.requests.stop:
@@ -400,6 +434,9 @@ class Trainer:
         """Validate, log, checkpoint; True when early stopping says to stop."""
         lrs = [float(g["lr"]) for g in self.optimizer.param_groups]
         train_losses = self.epoch_loss_sum / max(self.batches, 1)
+        if not self.dist.main:  # rank 0 validates and writes; the others follow its early-stop decision
+            stop_early, self.requests.stop = ddp.agree([False, self.requests.stop], self.dist, self.device)
+            return stop_early
         val = components.run_validation(self.ema.ema, self.val_loader, self.device, self.nc, self.names,
                                         self.loss_fn)
         fitness = 0.1 * val["mAP50"] + 0.9 * val["mAP50-95"]
@@ -431,7 +468,8 @@ class Trainer:
             self._write(ckpt, self.weights_dir / f"epoch{epoch}.pt")
         if stop:
             self._log(f"Stopping early: no improvement in {patience} epochs; best epoch {self.best_epoch + 1}")
-        return stop
+        stop_early, self.requests.stop = ddp.agree([stop, self.requests.stop], self.dist, self.device)
+        return stop_early
 
     def train(self) -> int:
         """Run (or resume) training to the planned epochs; returns the process exit code."""
@@ -439,8 +477,9 @@ class Trainer:
         self.last_save_time = time.monotonic()
         self.events.emit("start", config={k: self.opt.get(k) for k in (
             "cfg", "data", "epochs", "batch_size", "imgsz", "optimizer", "weights", "device", "workers")},
-            world_size=1, devices=[_device_name(self.device)], resumed_from=self.resumed_from,
-            accumulate=self.accumulate, lr_scale=self.lr_scale, batches=self.batches, frozen=self.frozen, transfer=self.transfer_note)
+            world_size=self.dist.world_size, devices=[_device_name(self.device)], resumed_from=self.resumed_from,
+            accumulate=self.accumulate, lr_scale=self.lr_scale, batches=self.batches, frozen=self.frozen,
+            transfer=self.transfer_note)
         if self.start_epoch >= self.epochs:
             self._log(f"Nothing to train: {self.start_epoch}/{self.epochs} epochs done; use --epochs N to extend")
             self.events.emit("done", metrics=self.last_metrics, best=str(self.best_path), epochs=self.epochs,
@@ -477,6 +516,13 @@ def _finite_weights(ckpt: dict[str, Any]) -> bool:
             if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and not torch.isfinite(tensor).all():
                 return False
     return True
+
+
+class _NoEvents:
+    """Event sink of the ranks that do not write (only rank 0 writes events)."""
+
+    def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
+        return {"type": type_, **fields}
 
 
 def _is_yolotui(path: str) -> bool:
@@ -561,6 +607,14 @@ def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
     threads = os.environ.get("YOLOTUI_TORCH_THREADS")
     if threads:
         torch.set_num_threads(int(threads))
+    try:
+        return _run(trainer)
+    finally:
+        ddp.finish(trainer.dist)
+
+
+def _run(trainer: Trainer) -> int:
+    """Setup and train, turning failures into `error` events."""
     try:
         trainer.setup()
         return trainer.train()

@@ -177,7 +177,8 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
     elif failure_class == policy.COMM:
         async_name, blocking_name = nccl_env_names()
         timeout_s = int(restart.get("collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S))
-        changes["env"] = {async_name: "1", blocking_name: "1", "YOLOTUI_COLLECTIVE_TIMEOUT_S": str(timeout_s)}
+        # YOLOTUI_DDP_TIMEOUT_MIN: the engine's process-group timeout (yolotui/engine/ddp.py)
+        changes["env"] = {async_name: "1", blocking_name: "1", "YOLOTUI_DDP_TIMEOUT_MIN": f"{timeout_s / 60:g}"}
         settings = {name: [(so_far.get("env") or {}).get(name), value] for name, value in changes["env"].items()}
         what = (f"resume after {delay:g} s backoff with {async_name}=1, {blocking_name}=1 and a {timeout_s} s "
                 "collective timeout")

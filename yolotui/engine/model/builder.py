@@ -12,6 +12,7 @@ Every mistake is reported as a UserError naming the file, the layer index and wh
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import inspect
 import re
@@ -35,7 +36,7 @@ from yolotui.engine.model.conv import (
     make_divisible,
 )
 from yolotui.engine.model.heads import HEAD_TYPES, DDetect, DualDDetect
-from yolotui.engine.model.yolo import INPUT, YoloModel
+from yolotui.engine.model.yolo import INPUT, YoloModel, empty_storage
 from yolotui.errors import UserError
 
 MODULES: dict[str, type[nn.Module]] = {
@@ -50,7 +51,9 @@ WIDTH_MODULES = (Conv, AConv, ADown, ELAN1, RepNCSPELAN4, SPPELAN, RepConvN, Rep
 _CHANNEL_ARGS = {Conv: 1, AConv: 1, ADown: 1, RepConvN: 1, RepNBottleneck: 1, RepNCSP: 1, ELAN1: 3,
                  RepNCSPELAN4: 3, SPPELAN: 2}
 _MULTI_INPUT = (Concat, CBFuse, DDetect, DualDDetect)
-PROBE_SIZE = 64  # side of the zero image run through a new model to check it and measure its strides
+# Sides of the zero image run through a new model to check it and measure its strides: the smallest
+# first (cheap, enough for P3-P5 models), a larger one when that is too small for the model's depth.
+PROBE_SIZES = (32, 64, 128)
 _ACTIVATIONS = {"SiLU": nn.SiLU, "ReLU": nn.ReLU, "LeakyReLU": nn.LeakyReLU, "Hardswish": nn.Hardswish,
                 "Mish": nn.Mish, "GELU": nn.GELU, "Identity": nn.Identity}
 
@@ -268,17 +271,23 @@ def _probe(model: YoloModel, ch_in: int, source: str) -> list[float]:
     on_meta = next(model.parameters()).device.type == "meta"
     if on_meta:
         # Forward passes on the meta device are slow (Python decompositions); real storage is fast.
-        model.to_empty(device="cpu")
+        empty_storage(model, "cpu")
     try:
-        return _probe_layers(model, ch_in, source)
+        for size in PROBE_SIZES:
+            try:
+                return _probe_layers(model, ch_in, source, size)
+            except UserError:
+                if size == PROBE_SIZES[-1]:
+                    raise
+        raise AssertionError("unreachable")
     finally:
         if on_meta:
-            model.to_empty(device="meta")
+            empty_storage(model, "meta")
 
 
-def _probe_layers(model: YoloModel, ch_in: int, source: str) -> list[float]:
+def _probe_layers(model: YoloModel, ch_in: int, source: str, size: int) -> list[float]:
     param = next(model.parameters())
-    x = torch.zeros(1, ch_in, PROBE_SIZE, PROBE_SIZE, device=param.device, dtype=param.dtype)
+    x = torch.zeros(1, ch_in, size, size, device=param.device, dtype=param.dtype)
     image, outputs = x, []
     was_training = model.training
     model.eval()  # eval: BatchNorm statistics stay untouched
@@ -290,31 +299,33 @@ def _probe_layers(model: YoloModel, ch_in: int, source: str) -> list[float]:
                     x = layer.forward_maps(inputs) if layer is model.model[-1] else layer(inputs)
                 except (RuntimeError, ValueError, IndexError) as exc:
                     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                    raise UserError(f"{source}: layer {layer.i} ({layer.type}): fails on a {PROBE_SIZE}x{PROBE_SIZE} "
+                    raise UserError(f"{source}: layer {layer.i} ({layer.type}): fails on a {size}x{size} "
                                     f"test image, check its inputs' channels and sizes: {first}") from None
                 outputs.append(x)
     finally:
         model.train(was_training)
     maps = x[-1] if isinstance(model.detect, DualDDetect) else x
-    return [PROBE_SIZE / m.shape[-2] for m in maps]
+    return [size / m.shape[-2] for m in maps]
 
 
-def build_model(cfg: str | Path | dict, nc: int | None = None, ch: int = 3) -> YoloModel:
+def build_model(cfg: str | Path | dict, nc: int | None = None, ch: int = 3,
+                device: str | torch.device | None = None) -> YoloModel:
     """A YoloModel from a config dict, a YAML path, or a shipped config name ('yolov9-s').
 
-    `nc` overrides the config's class count. Works under `torch.device('meta')` (no memory, no init cost)
-    for counting parameters and FLOPs.
+    `nc` overrides the config's class count. `device='meta'` builds without memory or initialisation
+    (for counting, or before loading a state dict after `model.materialize()`).
     """
     d, source = load_model_yaml(cfg)
     if nc is not None:
         d["nc"] = int(nc)
     _check_top_level(d, source)
     act = _parse_activation(d.get("activation"), source)
-    with default_activation(act):
-        layers = parse_layers(d, ch, source)
     d.pop("yaml_file", None)
     d["ch"] = ch
-    model = YoloModel(layers, d, backbone_layers=len(d["backbone"]))
+    placement = torch.device(device) if device is not None else contextlib.nullcontext()
+    with default_activation(act), placement:
+        layers = parse_layers(d, ch, source)
+        model = YoloModel(layers, d, backbone_layers=len(d["backbone"]))
     strides = _probe(model, ch, source)
     model.set_strides(strides)
     model.detect.bias_init(strides)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import re
 
-import torch
 from torch import nn
 
 from yolotui.engine.model.conv import Conv, RepConvN, Silence
@@ -128,8 +127,8 @@ def convert_for_inference(model: YoloModel) -> YoloModel:
         raise TypeError(f"cannot convert a model whose head is {type(model.detect).__name__}")
     cfg, renumber = inference_config(model)
     param = next(model.parameters())
-    with torch.device("meta"):  # no random init: every value is loaded from `model` below
-        converted = build_model(cfg, ch=int(model.yaml.get("ch", 3)))
+    # built on the meta device: no random init, every value is loaded from `model` below
+    converted = build_model(cfg, ch=int(model.yaml.get("ch", 3)), device="meta")
     if param.device.type != "meta":
         converted.materialize(param.device)
     converted.to(param.dtype)

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
 from yolotui.engine.model.builder import build_model
 from yolotui.engine.model.convert import convert_for_inference, fuse
 from yolotui.engine.model.flops import model_info
+from yolotui.engine.model.heads import DualDDetect
 
 
 def summarize(cfg: str | Path | dict, nc: int | None = None, imgsz: int = 640) -> dict:
-    """`{'train': info, 'fused': info, 'inference': info}`, each `{'layers', 'params', 'gflops'}`.
+    """`{'train', 'fused', 'inference'}` infos, each `{'layers', 'params', 'gflops'}`, and the `nc` used.
 
     The model is built without initialising weights (meta device, then uninitialised CPU storage), so
     this is quick even for the large configs; values are never read, only shapes.
     """
-    with torch.device("meta"):
-        model = build_model(cfg, nc=nc)
-    model.materialize("cpu")
+    model = build_model(cfg, nc=nc, device="meta").materialize("cpu")
     train = model_info(model, imgsz)
-    converted = convert_for_inference(model)
+    dual = isinstance(model.detect, DualDDetect)
+    converted = convert_for_inference(model) if dual else None
     fused = model_info(fuse(model), imgsz)
-    return {"train": train, "fused": fused, "inference": model_info(converted, imgsz)}
+    # a single-head model converts to exactly its fused self
+    inference = model_info(converted, imgsz) if dual else dict(fused)
+    return {"train": train, "fused": fused, "inference": inference, "nc": model.nc}
 
 
 def shipped_summary_table(imgsz: int = 640) -> dict[str, dict]:
