@@ -254,3 +254,10 @@ def test_without_an_event_the_log_tail_and_self_inflicted_signals_classify():
     assert nccl.failure_class == "comm" and nccl.retry
     segv = decide(record(exit_code=None, exit_signal=signal.SIGSEGV), official, [])
     assert segv.failure_class == "crash" and segv.retry  # a crash inside the process, not a kill from outside
+
+
+def test_oom_under_ddp_keeps_the_batch_a_multiple_of_the_world_size():
+    events = [{**start(12, 5), "world_size": 4}, error("oom")]
+    decision = decide(record(), ENGINE, events)
+    assert decision.changes["args"] == {"--batch-size": 4, "--accumulate": 15}  # 12 -> 6 -> 4 (x4 ranks)
+    assert not decide(record(), ENGINE, [{**start(4, 16), "world_size": 4}, error("oom")]).retry

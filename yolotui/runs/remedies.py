@@ -147,8 +147,10 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
     delay = policy.backoff_delay(attempt, backoff, backoff_max)
     if failure_class == policy.OOM:
         flag, batch, accumulate = current_batch(record, run_config, events)
-        min_batch = max(1, int(restart.get("min_batch", DEFAULT_MIN_BATCH)))
-        if batch is None or batch // 2 < min_batch:
+        world = max(1, _int(start_event(events).get("world_size")) or 1)  # DDP: the batch is split over ranks
+        min_batch = max(world, int(restart.get("min_batch", DEFAULT_MIN_BATCH)))
+        new_batch = (batch // 2) // world * world if batch else 0
+        if batch is None or new_batch < min_batch:
             at = f"batch {batch}" if batch else "this batch size"
             return policy.Decision(
                 retry=False, state=FAILED, failure_class=policy.OOM, message=message,
@@ -156,8 +158,7 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
                         f"{min_batch}; try a smaller --img, a smaller model (e.g. --cfg yolov9-t or gelan-s), "
                         "fewer --workers or no --cache, and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
                         "(yolotui set it on its retries)"))
-        new_batch = batch // 2
-        new_accumulate = (accumulate or 1) * 2
+        new_accumulate = max(1, round((accumulate or 1) * batch / new_batch))  # twice, when the batch halves
         changes["args"] = {flag: new_batch}
         settings["batch_size"] = [batch, new_batch]
         if engine:
