@@ -151,7 +151,7 @@ def unit_text(python: str | None = None, package_root: Path | None = None,
         "# manager starts (at boot when lingering is on: loginctl enable-linger $USER).",
         "[Unit]",
         "Description=Resume interrupted yolotui training runs",
-        "After=default.target",
+        # no After=default.target: default.target is ordered after what it wants, that would be a cycle
         "",
         "[Service]",
         "Type=oneshot",
