@@ -184,3 +184,24 @@ def test_resume_interrupted_after_supervisors_are_killed(tmp_path, yolotui_cmd, 
         subprocess.run([*yolotui_cmd, "stop", str(run_dir), "--force"], env=cli_env, capture_output=True, timeout=60)
         assert wait_ended(run_dir, timeout=30) == "stopped"
     assert json.loads((runs[0][0] / "status.json").read_text())["state"] == "stopped"
+
+
+@pytest.mark.slow
+def test_a_remedied_training_run_resumes_after_its_supervisor_is_killed(tmp_path, yolotui_cmd, env):
+    """oom at batch 8 -> attempt 2 at batch 4; the supervisor is SIGKILLed mid-run; resume --interrupted
+    continues from last.pt at batch 4 and the run finishes with every epoch counted once."""
+    run_dir, _ = train(tmp_path, yolotui_cmd, env, "--batch", "8", "--epochs", "2", "--save-period-min", "1e-7",
+                       fault="oom@step=1", n_train=16)
+    wait_for(lambda: any(e["attempt"] == 2 and e.get("step", 0) > 0 for e in events_of(run_dir, "checkpoint")),
+             timeout=240, interval=0.2)
+    os.kill(read_status(run_dir).supervisor_pid, signal.SIGKILL)  # the trainer gets SIGTERM, saves, exits
+    wait_for(lambda: effective_state(run_dir) == "interrupted", timeout=60)
+    resumed = subprocess.run([*yolotui_cmd, "resume", "--interrupted"], env=env, capture_output=True, text=True,
+                             timeout=60)
+    assert resumed.returncode == 0 and f"resumed {run_dir.name}" in resumed.stdout, resumed.stdout + resumed.stderr
+    assert wait_ended(run_dir) == "finished"
+    status = read_status(run_dir)
+    assert status.attempts[0]["command"][-4:] == ["--batch-size", "4", "--accumulate", "16"]
+    last_start = events_of(run_dir, "start")[-1]
+    assert last_start["config"]["batch_size"] == 4 and last_start["resumed_from"] is not None
+    assert len(read_rows(run_dir / "results.csv")) == 2
