@@ -48,6 +48,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "cache": None,
     "single_cls": False,
     "save_period_min": 10.0,
+    "sync_bn": False,
 }
 
 # Official opt.yaml keys yolotui does not act on, written with the values it behaves as.
@@ -61,7 +62,6 @@ FIXED_OFFICIAL_KEYS: dict[str, Any] = {
     "bucket": "",
     "image_weights": False,
     "multi_scale": False,
-    "sync_bn": False,
     "quad": False,
     "local_rank": -1,
 }

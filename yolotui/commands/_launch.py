@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from yolotui.commands._distributed import DistributedLaunch
 from yolotui.config import opt_yaml_dict, save_yaml
 from yolotui.runs import layout
 
@@ -18,11 +19,15 @@ def write_run_files(run_dir: Path, opt: dict[str, Any], hyp: dict[str, Any]) -> 
     save_yaml(Path(run_dir) / layout.HYP_YAML, hyp)
 
 
-def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None, nproc: int = 1) -> list[str]:
-    """argv of the trainer for `run_dir`, with resume overrides as flags; under torchrun when `nproc` > 1."""
+def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None, nproc: int = 1,
+                   launch: DistributedLaunch | None = None) -> list[str]:
+    """argv of the trainer for `run_dir`, with resume overrides as flags; under torchrun when the layout
+    (`launch`, else `nproc` processes on this machine) has more than one process."""
     launcher = [sys.executable]
-    if nproc > 1:
-        launcher += ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
+    if launch is None and nproc > 1:
+        launch = DistributedLaunch(nproc_per_node=nproc)
+    if launch is not None and launch.uses_torchrun:
+        launcher += ["-m", "torch.distributed.run", *launch.torchrun_args()]
     argv = [*launcher, "-m", "yolotui.engine", "train", "--run-dir", str(run_dir)]
     for key, value in (overrides or {}).items():
         if value is not None:
@@ -31,17 +36,28 @@ def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None, nproc
 
 
 def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any] | None = None,
-                   max_attempts: int = DEFAULT_MAX_ATTEMPTS, backoff_s: float | None = None) -> None:
-    """Launch the trainer for `run_dir` under a detached supervisor (UserError before detaching on bad input)."""
+                   max_attempts: int = DEFAULT_MAX_ATTEMPTS, dist_flags: dict[str, Any] | None = None,
+                   backoff_s: float | None = None) -> None:
+    """Launch the trainer for `run_dir` under a detached supervisor (UserError before detaching on bad input).
+
+    `dist_flags` holds the process-layout flags (--nproc-per-node, --nnodes, --node-rank, --rdzv-endpoint ...);
+    see yolotui.commands._distributed.
+    """
+    from yolotui.commands._distributed import plan_launch, run_yaml_entry, sync_bn_warning
     from yolotui.runs.launcher import launch
 
     run_dir = Path(run_dir)
     device = str((overrides or {}).get("device") or opt.get("device") or "")
-    nproc = len(device.split(",")) if device.strip().lower() not in ("", "cpu") else 1
-    launch(run_dir, engine_command(run_dir, overrides, nproc), name=run_dir.name, backend="yolotui",
-           device=str(opt.get("device") or ""), max_attempts=max_attempts,
+    batch_size = int((overrides or {}).get("batch_size") or opt.get("batch_size") or 1)
+    plan, warnings = plan_launch(device, batch_size, dist_flags)
+    note = sync_bn_warning(bool(opt.get("sync_bn")), device, plan)
+    for warning in [*warnings, *([note] if note else [])]:
+        print(f"warning: {warning}")
+    launch(run_dir, engine_command(run_dir, overrides, launch=plan), name=run_dir.name, backend="yolotui",
+           device=str(opt.get("device") or ""), max_attempts=max_attempts, env=plan.env(),
            **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
-           extra={"options": opt_yaml_dict(opt), "save_signal": True})
+           extra={"options": opt_yaml_dict(opt), "save_signal": True,
+                  "distributed": run_yaml_entry(plan, dist_flags)})
 
 
 def after_launch(run_dir: Path, attach: bool, verb: str = "started") -> int:

@@ -18,7 +18,8 @@ from yolotui.errors import UserError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Source, new data and the fine-tuning knobs."""
     parser.add_argument("--from", dest="source", required=True, metavar="RUN|CKPT",
-                        help="run folder or name (its best.pt, else last.pt) or a yolotui checkpoint")
+                        help="run folder or name (its best.pt, else last.pt), a yolotui checkpoint or an "
+                        "official YOLOv9 .pt")
     parser.add_argument("--data", required=True, help="data.yaml of the new data set")
     parser.add_argument("--freeze", nargs="+", default=None, help="'backbone', N first layers, or layer indices")
     parser.add_argument("--epochs", type=int, default=30, help="epochs (default 30)")
@@ -32,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--close-mosaic", type=int, default=None, help="default: a third of --epochs")
     parser.add_argument("--hyp", default=None, help="hyperparameters (default: the source run's hyp.yaml)")
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
+    from yolotui.commands._distributed import add_distributed_flags
+
+    add_distributed_flags(parser)
 
 
 def source_checkpoint(value: str) -> tuple[Path, Path | None]:
@@ -93,5 +97,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}")
     print(f"fine-tuning from {ckpt} (lr0 {hyp['lr0']:.3g}, freeze {opt['freeze']}, {opt['epochs']} epochs)")
-    start_training(run_dir, opt)
+    from yolotui.commands._distributed import given_layout
+
+    start_training(run_dir, opt, dist_flags=given_layout(args))
     return after_launch(run_dir, args.attach)

@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             continue
         options = {k: v for k, v in kwargs.items() if k in ("dest", "action", "nargs", "const", "type")}
         parser.add_argument(*flags, **options, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    from yolotui.commands._distributed import add_distributed_flags
+
+    add_distributed_flags(parser)  # the process layout may change (a new rendezvous host, more CPU processes)
 
 
 def run_dir_for(target: str | None) -> Path:
@@ -86,7 +89,8 @@ def newest_resumable() -> Path:
 
 
 def resume_run(target: str | None, epochs: int | None = None, batch_size: int | None = None,
-               device: str | None = None, workers: int | None = None, attach: bool = False) -> int:
+               device: str | None = None, workers: int | None = None, attach: bool = False,
+               dist_flags: dict[str, Any] | None = None) -> int:
     """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
     from yolotui.commands._launch import after_launch, start_training
     from yolotui.config import device_string, load_yaml, parse_device
@@ -127,7 +131,12 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
     from yolotui.config import load_hyp
 
     write_run_files(run_dir, opt, load_hyp(run_dir / layout.HYP_YAML))
-    start_training(run_dir, opt, overrides)
+    from yolotui.commands._distributed import saved_layout
+
+    saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
+    if device is not None:
+        saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
+    start_training(run_dir, opt, overrides, dist_flags={**saved, **(dist_flags or {})})
     verb = "extending" if epochs is not None and epochs > planned else "resumed"
     print(f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs")
     return after_launch(run_dir, attach, verb="resuming")
@@ -148,4 +157,7 @@ def run(args: argparse.Namespace) -> int:
         flags = ", ".join("--" + k.replace("_", "-") for k in extra)
         raise UserError(f"{flags} cannot be changed on resume: a resumed run keeps its options; only --epochs, "
                         "--batch-size, --device and --workers may change (use `yolotui finetune` for a new run)")
-    return resume_run(args.run, args.epochs, args.batch_size, args.device, args.workers, args.attach)
+    from yolotui.commands._distributed import given_layout
+
+    return resume_run(args.run, args.epochs, args.batch_size, args.device, args.workers, args.attach,
+                      dist_flags=given_layout(args))

@@ -25,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
 
     run_dir = resolve_run(args.run)
     if not args.no_wait and effective_state(run_dir) in LIVE_STATES:
-        print(f"stopping {run_dir.name} (grace {args.grace:g} s)...", file=sys.stderr, flush=True)
+        how = "SIGKILL now" if args.force else f"grace {args.grace:g} s"
+        print(f"stopping {run_dir.name} ({how})...", file=sys.stderr, flush=True)
     result = stop(run_dir, force=args.force, grace_s=args.grace, wait=not args.no_wait)
     print(result.message)
     if result.was_running and not args.no_wait and result.state in LIVE_STATES:

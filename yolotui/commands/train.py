@@ -3,7 +3,9 @@
 The official README's command works unchanged (`yolotui train --batch 16 --epochs 500 --img 640 --device 0
 --data data.yaml --cfg models/detect/yolov9-c.yaml --hyp hyp.scratch-high.yaml ...`). Everything is checked
 before anything detaches; the command prints the run folder and returns (`--attach` follows in plain text,
-Ctrl-C detaches). `--resume [RUN|PATH]` resumes instead (see `yolotui resume`).
+Ctrl-C detaches). `--resume [RUN|PATH]` resumes instead (see `yolotui resume`). Several GPUs (`--device 0,1`),
+CPU processes (`--device cpu --nproc-per-node N`) and several machines (`--nnodes`, `--node-rank`,
+`--rdzv-endpoint`) run the trainer under torchrun (see yolotui.commands._distributed).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from yolotui.commands._distributed import add_distributed_flags
+
 # (flags, argparse keyword arguments) for every training option, official names first.
 TRAIN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
-    (("--weights",), {"help": "initial weights: a yolotui checkpoint (.pt)"}),
+    (("--weights",), {"help": "initial weights: a yolotui checkpoint or an official YOLOv9 .pt"}),
     (("--cfg",), {"help": "model YAML: a path or a shipped name (yolov9-s, models/detect/yolov9-c.yaml)"}),
     (("--data",), {"help": "data.yaml path"}),
     (("--hyp",), {"help": "hyperparameters YAML (default: the shipped hyp.scratch-high.yaml)"}),
@@ -40,6 +44,7 @@ TRAIN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--cache",), {"nargs": "?", "const": "ram", "help": "cache images in ram"}),
     (("--single-cls",), {"action": "store_true", "help": "train as a single class"}),
     (("--save-period-min",), {"type": float, "help": "minutes between mid-epoch last.pt saves (default 10)"}),
+    (("--sync-bn",), {"action": "store_true", "help": "SyncBatchNorm across the GPUs of a multi-GPU (DDP) run"}),
 ]
 RESUME_CHANGEABLE = ("epochs", "batch_size", "device", "workers")
 
@@ -63,6 +68,7 @@ def given_options(args: argparse.Namespace) -> dict[str, Any]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Official train_dual.py flags plus --resume, --attach, --max-restarts/--max-attempts, --restart-backoff."""
     add_training_flags(parser)
+    add_distributed_flags(parser)
     parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN|PATH",
                         help="resume a run (none given: the newest interrupted one)")
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
@@ -82,6 +88,10 @@ def prepare_run(opt_given: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[s
     from yolotui.runs import layout, store
 
     opt, warnings = validate_options(default_options(**opt_given))
+    if opt["weights"]:
+        from yolotui.commands._weights_check import check_weights_file
+
+        warnings += check_weights_file(opt["weights"])
     hyp = load_hyp(Path(opt["hyp"]))
     project = Path(str(opt["project"])).expanduser()
     store.validate_name(str(opt["name"]))
@@ -112,10 +122,11 @@ def restart_limit(max_restarts: int | None, max_attempts: int | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, create the run folder, launch the trainer detached, print the folder."""
+    from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch, start_training
     from yolotui.errors import UserError
 
-    given = given_options(args)
+    given, dist_flags = given_options(args), given_layout(args)
     if args.resume is not False:
         from yolotui.commands.resume import resume_run
 
@@ -125,7 +136,8 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(f"{flags} cannot be given with --resume: a resumed run keeps its options; only "
                             "--epochs, --batch-size, --device and --workers may change")
         target = None if args.resume is True else str(args.resume)
-        return resume_run(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, attach=args.attach)
+        return resume_run(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, attach=args.attach,
+                          dist_flags=dist_flags)
     max_attempts = restart_limit(args.max_restarts, args.max_attempts)
     if args.restart_backoff is not None and args.restart_backoff < 0:
         raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
@@ -133,7 +145,8 @@ def run(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}")
     try:
-        start_training(run_dir, opt, max_attempts=max_attempts, backoff_s=args.restart_backoff)
+        start_training(run_dir, opt, max_attempts=max_attempts, dist_flags=dist_flags,
+                       backoff_s=args.restart_backoff)
     except UserError:
         if not opt["exist_ok"]:
             import shutil

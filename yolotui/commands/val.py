@@ -1,4 +1,7 @@
-"""`yolotui val`: validate a yolotui checkpoint on a data set; P, R, mAP50, mAP50-95 overall and per class.
+"""`yolotui val`: validate a checkpoint on a data set; P, R, mAP50, mAP50-95 overall and per class.
+
+The checkpoint is yolotui's own or an official YOLOv9 .pt (read without running code from it, see
+yolotui.engine.official).
 
 Prints a table (or, with --json, one JSON object on stdout). With --save-json the COCO-format
 predictions.json and ground-truth.json are written into a run folder (runs/val/exp, numbered like the
@@ -26,7 +29,8 @@ def _as_single_class(labels):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags named as in the official val_dual.py."""
-    parser.add_argument("--weights", required=True, help="yolotui checkpoint (.pt), e.g. runs/train/exp/weights/best.pt")
+    parser.add_argument("--weights", required=True,
+                        help="yolotui checkpoint (e.g. runs/train/exp/weights/best.pt) or official YOLOv9 .pt")
     parser.add_argument("--data", required=True, help="data set yaml (train/val/test, names)")
     parser.add_argument("--img", "--imgsz", "--img-size", dest="imgsz", type=int, default=640,
                         help="inference size in pixels (rounded up to a multiple of the model stride)")

@@ -38,6 +38,13 @@ def build_model(cfg: str | Path | dict, nc: int | None) -> nn.Module:
     return _build(cfg, nc=nc)
 
 
+def load_weights_source(path: str | Path) -> dict[str, Any]:
+    """A --weights file as a dict with model_yaml, nc, names, ema/model state dicts (yolotui or official)."""
+    from yolotui.engine.official import load_weights_source as _load
+
+    return _load(path)
+
+
 def build_loss(model: nn.Module, hyp: dict[str, Any], label_smoothing: float) -> Any:
     """The YOLOv9 loss for `model`'s head."""
     from yolotui.engine.loss import YoloLoss

@@ -55,6 +55,34 @@ def init(info: DistInfo, cuda: bool) -> None:
     dist.init_process_group(backend="nccl" if cuda else "gloo", timeout=_dt.timedelta(minutes=minutes))
 
 
+def rank_device(info: DistInfo, device: str) -> torch.device:
+    """This process's device under torchrun: cuda:<local_rank> when GPUs are listed, else the CPU.
+
+    The launcher sets CUDA_VISIBLE_DEVICES to the listed GPUs (`--device 2,3` -> "2,3"), so local rank k
+    uses the k-th listed GPU; UserError when that GPU is not visible.
+    """
+    from yolotui.errors import UserError
+
+    if str(device or "").strip().lower() in ("", "cpu"):
+        return torch.device("cpu")
+    if not torch.cuda.is_available() or info.local_rank >= torch.cuda.device_count():
+        raise UserError(f"--device {device}: process {info.local_rank} of this node has no GPU "
+                        f"({torch.cuda.device_count()} visible); list one GPU per process or use --device cpu")
+    return torch.device(f"cuda:{info.local_rank}")
+
+
+def convert_sync_bn(model: torch.nn.Module, enabled: bool, info: DistInfo, cuda: bool) -> tuple[torch.nn.Module, int]:
+    """BatchNorm layers replaced by SyncBatchNorm when asked for, under DDP, on GPUs; (model, layers converted).
+
+    torch's SyncBatchNorm runs on GPUs only, so on the CPU (gloo) the layers stay local, as the official
+    trainer does (`sync_bn and cuda and RANK != -1`).
+    """
+    if not (enabled and info.distributed and cuda):
+        return model, 0
+    count = sum(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+    return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model), count
+
+
 def agree(flags: list[bool], info: DistInfo, device: torch.device) -> list[bool]:
     """Each flag true on any rank becomes true on all ranks."""
     if not info.distributed:

@@ -180,16 +180,16 @@ class Trainer:
             model = components.build_model(self.resume_ckpt["model_yaml"], nc=int(self.resume_ckpt["nc"]))
             model.load_state_dict(self.resume_ckpt["model"])
         elif self.opt.get("weights"):
-            source = ckpt_io.load_checkpoint(Path(self.opt["weights"])) if _is_yolotui(self.opt["weights"]) else None
-            if source is None:
-                raise UserError(f"--weights {self.opt['weights']}: not a yolotui checkpoint; official .pt files hold "
-                                "pickled code and are not loaded")
-            cfg = self.opt.get("cfg") or source["model_yaml"]
+            source = components.load_weights_source(self.opt["weights"])  # yolotui, or official read inertly
+            cfg = self.opt.get("cfg") or source.get("model_yaml")
+            if not cfg:
+                raise UserError(f"--weights {self.opt['weights']}: it does not record its model config; "
+                                "give --cfg (the model YAML it was trained with) too")
             model = components.build_model(cfg, nc=nc)
             weights = source.get("ema") or source["model"]
             done, total, skipped = transfer_weights(model, weights)
             self.transfer_note = {"transferred": done, "total": total, "reinitialised": skipped,
-                                  "source_nc": int(source.get("nc", nc))}
+                                  "source_nc": int(source.get("nc") or nc), "official": bool(source.get("official"))}
             self._log(f"Transferred {done}/{total} items from {self.opt['weights']}"
                       + (f"; re-initialised {len(skipped)} (class count {source.get('nc')} -> {nc})" if skipped else ""))
         else:
@@ -209,6 +209,9 @@ class Trainer:
         if self.dist.distributed:
             from torch.nn.parallel import DistributedDataParallel
 
+            self.model, synced = ddp.convert_sync_bn(self.model, bool(self.opt.get("sync_bn")), self.dist, self.cuda)
+            if synced:
+                self._log(f"SyncBatchNorm: {synced} BatchNorm layers synchronised across the processes")
             ids = [self.dist.local_rank] if self.cuda else None
             self.model = DistributedDataParallel(self.model, device_ids=ids, output_device=ids[0] if ids else None)
 
@@ -218,7 +221,8 @@ class Trainer:
             stale.unlink(missing_ok=True)
         self._load_options()
         seed_everything(int(self.opt["seed"]) + 1 + self.dist.rank, deterministic=True)
-        self.device = select_device(str(self.opt.get("device", "")))
+        device = str(self.opt.get("device", ""))
+        self.device = ddp.rank_device(self.dist, device) if self.dist.distributed else select_device(device)
         self.cuda = self.device.type == "cuda"
         if self.dist.distributed:
             if self.batch_size % self.dist.world_size:
@@ -523,15 +527,6 @@ class _NoEvents:
 
     def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
         return {"type": type_, **fields}
-
-
-def _is_yolotui(path: str) -> bool:
-    """True when the file is a zip whose pickle names no classes (weights_only loads it)."""
-    try:
-        ckpt_io.load_checkpoint(Path(path))
-        return True
-    except Exception:
-        return False
 
 
 def _device_name(device: torch.device) -> str:

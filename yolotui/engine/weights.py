@@ -3,8 +3,8 @@
 A yolotui checkpoint (format 'yolotui-1') is a plain dict that loads with `weights_only=True` and
 carries the model's yaml (`model_yaml`), so it rebuilds its own model; the EMA weights are preferred
 over the raw ones, as the trainer validates and picks best.pt on the EMA. Official YOLOv9 checkpoints
-pickle whole model classes: loading them would run code from the file, so they are refused with a
-message that names the file.
+pickle whole model classes: they are read by yolotui.engine.official, which records the pickled objects
+without running any code from the file, and rebuilt from the model config the pickled model kept.
 """
 
 from __future__ import annotations
@@ -19,19 +19,6 @@ from torch import nn
 from yolotui.errors import UserError
 
 
-def _looks_official(path: Path) -> bool:
-    """True when the checkpoint's pickle names the official repository's model classes."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            pickle_name = next((n for n in archive.namelist() if n.endswith("data.pkl")), None)
-            if pickle_name is None:
-                return False
-            data = archive.read(pickle_name)
-    except (OSError, zipfile.BadZipFile):
-        return False
-    return b"models.yolo" in data or b"models.common" in data
-
-
 def read_checkpoint(path: str | Path) -> dict:
     """The checkpoint dict at `path`, loaded safely; UserError naming the file when it cannot be used."""
     path = Path(path)
@@ -41,12 +28,14 @@ def read_checkpoint(path: str | Path) -> dict:
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
-        if _looks_official(path):
-            raise UserError(f"--weights {path}: an official YOLOv9 checkpoint (it pickles the repository's "
-                            "model classes); yolotui evaluates only its own checkpoints, which load without "
-                            "running code: train or fine-tune with yolotui first") from None
-        raise UserError(f"--weights {path}: not a yolotui checkpoint (it holds pickled Python objects, which "
-                        "yolotui never loads because that would run code from the file)") from None
+        # Pickled classes (an official YOLOv9 .pt): read inertly, nothing from the file runs.
+        from yolotui.engine.official import as_source_checkpoint, read_official
+
+        ckpt = as_source_checkpoint(read_official(path))
+        if not isinstance(ckpt.get("model_yaml"), dict):
+            raise UserError(f"--weights {path}: its pickled model does not record its config (no yaml), so "
+                            "yolotui cannot rebuild it; fine-tune from it with `yolotui train --weights "
+                            f"{path} --cfg MODEL.yaml` instead") from None
     except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as exc:
         raise UserError(f"--weights {path}: cannot read the checkpoint ({str(exc).splitlines()[0][:160]}); "
                         "it may be truncated: try last.pt or best.pt of the same run") from None

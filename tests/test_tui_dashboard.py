@@ -1,0 +1,189 @@
+"""Pilot tests of the run dashboard against fixture run folders (finished, running, failed, interrupted,
+corrupt last.pt), and of what it shows for bad files."""
+
+from __future__ import annotations
+
+import pytest
+from tui_fakes import FakeSampler, rendered, wait_until
+from tui_fixtures import FIXED_NOW, Appender, standard_runs
+
+from yolotui.runs.layout import EVENTS_JSONL, RESULTS_CSV, TRAIN_LOG
+from yolotui.runs.status import status_path
+from yolotui.tui.app import YolotuiApp
+from yolotui.tui.screens.dashboard import DashboardScreen
+from yolotui.tui.widgets.chart import BrailleChart
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def runs(tmp_path):
+    made = standard_runs(tmp_path / "runs")
+    yield made
+    for run in made.values():
+        run.release()
+
+
+def make_app(run_dir, sampler=None, **kwargs) -> YolotuiApp:
+    return YolotuiApp(run_dir=run_dir, sampler=sampler or FakeSampler(), clock=lambda: FIXED_NOW,
+                      gpu_interval=None, **kwargs)
+
+
+async def open_dashboard(pilot, app) -> DashboardScreen:
+    assert await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.settled)
+    screen = app.screen
+    await pilot.pause()
+    return screen
+
+
+def text_of(screen, selector) -> str:
+    return rendered(screen.query_one(selector))
+
+
+async def test_finished_run(runs):
+    app = make_app(runs["finished"].path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        header = text_of(screen, "#run-header")
+        assert "coco-finished" in header and "finished" in header and "attempt 1/3" in header
+        assert "elapsed 50:00" in header  # ended - started
+        progress = text_of(screen, "#progress")
+        assert " 10/10 " in progress and "100%" in progress
+        loss = screen.query_one("#loss-chart", BrailleChart)
+        assert [s.label for s in loss.series] == ["box", "cls", "dfl"]
+        assert len(loss.series[0].values) == 10
+        metric_text = rendered(screen.query_one("#metric-chart"))
+        assert "mAP50-95 0.455" in metric_text
+        assert any(chr(0x2801) <= ch <= chr(0x28FF) for ch in metric_text), "braille dots drawn"
+        checkpoints = text_of(screen, "#checkpoints")
+        assert "last.pt" in checkpoints and "best.pt" in checkpoints and "finished" in checkpoints
+        assert "2m ago" in checkpoints and "5m ago" in checkpoints
+        log = screen.query_one("#log")
+        assert log.line_count >= 30 and "coco-finished log line 29" in log.lines[-1]
+
+
+async def test_running_run_follows_appended_events_results_and_log(runs):
+    run = runs["running"]
+    app = make_app(run.path)
+    appender = Appender(run.path, first_epoch=3, epochs=20, interval=0.25, attempt=2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        header = text_of(screen, "#run-header")
+        assert "running" in header and "attempt 2/3" in header and "elapsed 10:00" in header
+        assert "  3/20" in text_of(screen, "#progress")
+        assert "10/20" in text_of(screen, "#progress")  # batch 9 (0-based) of 20 done
+        restarts = text_of(screen, "#restarts")
+        assert "#1 oom" in restarts and "batch 16 -> 8" in restarts
+        gpu = text_of(screen, "#gpu")
+        assert "GPU0" in gpu and "71°C" in gpu and "512/700 W" in gpu
+        assert "run 39.1G" in gpu  # the trainer pid's share of GPU memory
+        appender.start()
+        try:
+            assert await wait_until(pilot, lambda: len(screen.view.points) >= 6, timeout=8)
+        finally:
+            appender.stop()
+        assert await wait_until(pilot, lambda: len(screen.view.points) == 3 + len(appender.written_epochs))
+        finished = len(screen.view.points)
+        assert await wait_until(pilot, lambda: f"{finished:>3}/20" in text_of(screen, "#progress"))
+        assert len(screen.query_one("#loss-chart", BrailleChart).series[0].values) == finished
+        log = screen.query_one("#log")
+        assert await wait_until(pilot, lambda: any(f"epoch {finished - 1} done" in line for line in log.lines))
+        assert f"epoch {finished - 1} done" in text_of(screen, "#log")  # on screen, not only kept
+
+
+async def test_failed_run(runs):
+    app = make_app(runs["failed"].path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        assert "failed" in text_of(screen, "#run-header")
+        assert "error: data data.yaml: key 'train' missing" in text_of(screen, "#progress")
+        checkpoints = text_of(screen, "#checkpoints")
+        assert "last.pt missing" in checkpoints
+
+
+async def test_interrupted_run(runs):
+    app = make_app(runs["interrupted"].path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        assert "interrupted" in text_of(screen, "#run-header")
+        assert "resumable" in text_of(screen, "#checkpoints")
+
+
+async def test_corrupt_last_checkpoint(runs):
+    app = make_app(runs["corrupt"].path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        checkpoints = text_of(screen, "#checkpoints")
+        assert "last.pt corrupt" in checkpoints
+        assert "best.pt" in checkpoints and "best.pt resumable" in checkpoints
+
+
+async def test_no_gpu_shows_cpu_and_ram(runs):
+    app = make_app(runs["finished"].path, sampler=FakeSampler(gpu=False))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        gpu = text_of(screen, "#gpu")
+        assert "no NVIDIA GPU" in gpu and "cpu" in gpu and "ram" in gpu and "7.8/31G" in gpu
+
+
+async def test_hot_gpu_is_flagged(runs):
+    app = make_app(runs["finished"].path, sampler=FakeSampler(temperature=91))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        gpu_panel = screen.query_one("#gpu")
+        content = gpu_panel.render()
+        assert "91°C" in str(content)
+        hot_style = gpu_panel.get_component_rich_style("panel--bad")
+        spans = [span for span in getattr(content, "spans", []) if str(content)[span.start:span.end].strip() == "91°C"]
+        assert spans, "the temperature is styled"
+        triplet = hot_style.color.triplet
+        foreground = spans[0].style.foreground
+        assert (foreground.r, foreground.g, foreground.b) == (triplet.red, triplet.green, triplet.blue)
+
+
+async def test_bad_files_show_a_message_not_a_traceback(runs):
+    run = runs["finished"].path
+    status_path(run).write_text("[1, 2")  # torn JSON
+    with open(run / EVENTS_JSONL, "a") as events:
+        events.write('{"type": "epoch", "epoch": "seven"}\nnot json at all\n')
+    (run / RESULTS_CSV).write_text("garbage,header\n1,2,3\n")
+    (run / TRAIN_LOG).write_bytes(b"\xff\xfe binary \x00 junk\n")
+    app = make_app(run)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        header = text_of(screen, "#run-header")
+        assert "interrupted" in header and "status.json unreadable" in header
+        assert len(screen.view.points) == 10  # the good epoch events still count
+        assert screen.query_one("#log").line_count == 1
+        assert app.is_running
+
+
+async def test_quitting_leaves_the_run_alone(runs):
+    run = runs["running"]
+    app = make_app(run.path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_dashboard(pilot, app)
+        await pilot.press("q")
+    from yolotui.runs import lock
+    assert lock.is_held(run.path)
+    assert status_path(run.path).exists()
+
+
+async def test_help_screen_and_log_fullscreen(runs):
+    app = make_app(runs["finished"].path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        await pilot.press("f")
+        assert screen.maximized is screen.query_one("#log")
+        await pilot.press("f")
+        assert screen.maximized is None
+        await pilot.press("question_mark")
+        assert await wait_until(pilot, lambda: type(app.screen).__name__ == "HelpScreen")
+        assert "quitting this screen never stops" in str(app.screen.query_one("#help-text").render())
+        await pilot.press("escape")
+        assert await wait_until(pilot, lambda: app.screen is screen)

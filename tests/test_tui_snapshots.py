@@ -1,0 +1,56 @@
+"""Snapshot tests (pytest-textual-snapshot) of the home screen and the dashboard at 80x24 and 120x40.
+
+Deterministic: a fixed clock, fixture files with fixed times, UTC, and a fake GPU sampler read once.
+Update with `pytest tests/test_tui_snapshots.py --snapshot-update` after an intended change.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from tui_fakes import FakeSampler
+from tui_fixtures import FIXED_NOW, standard_runs
+
+from yolotui.tui.app import YolotuiApp
+from yolotui.tui.screens.dashboard import DashboardScreen
+
+
+@pytest.fixture
+def runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    made = standard_runs(tmp_path / "runs")
+    yield made
+    for run in made.values():
+        run.release()
+    monkeypatch.undo()
+    time.tzset()
+
+
+def make_app(run_dir=None) -> YolotuiApp:
+    return YolotuiApp(run_dir=run_dir, theme="yolo-night", sampler=FakeSampler(), clock=lambda: FIXED_NOW,
+                      gpu_interval=None, remember_theme=False)
+
+
+async def wait_loaded(pilot) -> None:
+    app = pilot.app
+    for _ in range(200):
+        screen = app.screen
+        if isinstance(screen, DashboardScreen):
+            if screen.settled:
+                break
+        elif app.home is not None and app.home.load_count >= 2:  # after the watcher's catch-up reading
+            break
+        await pilot.pause(0.05)
+    await pilot.pause(0.1)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_home_snapshot(runs, snap_compare, size):
+    assert snap_compare(make_app(), terminal_size=size, run_before=wait_loaded)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+def test_dashboard_snapshot(runs, snap_compare, size):
+    assert snap_compare(make_app(runs["running"].path), terminal_size=size, run_before=wait_loaded)

@@ -1,0 +1,1 @@
+"""Screens of the yolotui TUI: home (runs table), run dashboard, help."""

@@ -1,0 +1,273 @@
+"""The live dashboard of one run, rebuilt entirely from its directory (so reattaching is just opening it)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from yolotui.tui.runview import RunReader, RunView
+from yolotui.tui.sources import run_pids, safe_sample
+from yolotui.tui.watch import watch_changes
+from yolotui.tui.widgets.chart import BrailleChart, Series
+from yolotui.tui.widgets.panels import (
+    CheckpointPanel,
+    GpuPanel,
+    LogTail,
+    ProgressPanel,
+    RestartPanel,
+    RunHeader,
+)
+
+SLOW_POLL_S = 2.0  # lock state and ages change without a file event
+MIN_GAP_S = 0.05
+PAINT_GAP_S = 0.25  # news (an epoch, a state change) is painted within this
+ROUTINE_GAP_S = 1.0  # batch progress, log lines and GPU samples share at most one frame a second
+GPU_HISTORY = 60
+PIDS_TTL_S = 10.0  # one minute at one sample a second
+
+
+class ViewLoaded(Message):
+    """A fresh RunView (posted from the reader thread)."""
+
+    def __init__(self, view: RunView | None, pids: set[int], error: str | None = None) -> None:
+        super().__init__()
+        self.view = view
+        self.pids = pids
+        self.error = error
+
+
+class GpuSampled(Message):
+    """One GPU/host sample (posted from the sampler thread)."""
+
+    def __init__(self, snapshot: Any) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+
+
+class DashboardScreen(Screen):
+    """Header, progress, loss and metric charts, GPU, checkpoints, restarts and the log tail of one run."""
+
+    BINDINGS = [
+        Binding("escape", "back", "Runs"),
+        Binding("r", "reload", "Reload"),
+        Binding("f", "toggle_log", "Log only"),
+    ]
+
+    def __init__(self, run_dir: Path, name: str | None = None) -> None:
+        super().__init__()
+        self.run_dir = Path(run_dir)
+        self.reader = RunReader(self.run_dir, name)
+        self.view: RunView | None = None
+        self.pids: set[int] = set()
+        self.gpu_history: deque[Any] = deque(maxlen=GPU_HISTORY)
+        self.refresh_count = 0
+        self._in_flight = False
+        self._dirty = False
+        self._timer = None
+        self._paint_timer = None
+        self._pids_cache: tuple[int | None, float, set[int]] | None = None
+        self._last_paint = 0.0
+        self._paint_due = 0.0
+        self._view_pending = False
+        self._gpu_pending = False
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader(id="run-header")
+        yield ProgressPanel(id="progress")
+        with Horizontal(id="charts"):
+            loss = BrailleChart("no finished epoch yet", id="loss-chart")
+            loss.border_title = "train loss"
+            yield loss
+            metrics = BrailleChart("no validation yet", id="metric-chart")
+            metrics.border_title = "val metrics"
+            yield metrics
+        with Horizontal(id="panels"):
+            with VerticalScroll(id="gpu-box"):
+                yield GpuPanel(id="gpu")
+            with VerticalScroll(id="ckpt-box"):
+                yield CheckpointPanel(id="checkpoints")
+                yield RestartPanel(id="restarts")
+            yield LogTail(id="log")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = f"yolotui: {self.reader.view.name}"
+        self.query_one("#gpu-box").border_title = "gpu"
+        self.query_one("#ckpt-box").border_title = "checkpoints"
+        self.query_one("#log").border_title = "train.log"
+        self.request_refresh()
+        self.watch_run()
+        self.sample_gpu()
+
+    # -- run files ----------------------------------------------------------------------------------------
+    def request_refresh(self) -> None:
+        """Read the run now, or right after the reading in flight."""
+        if self._in_flight:
+            self._dirty = True
+            return
+        self._in_flight, self._dirty = True, False
+        self.read_run()
+
+    @work(thread=True, exit_on_error=False, group="dash-read")
+    def read_run(self) -> None:
+        """Read what changed in the run folder (thread); posts ViewLoaded."""
+        try:
+            view = dataclasses.replace(self.reader.refresh())
+            pids = self._run_pids(view.status.trainer_pid if view.status else None)
+        except Exception as exc:  # shown as a line in the header, never a traceback
+            self.post_message(ViewLoaded(None, set(), f"could not read {self.run_dir}: {exc}"))
+            return
+        self.post_message(ViewLoaded(view, pids))
+
+    def _run_pids(self, trainer_pid: int | None) -> set[int]:
+        """The trainer's process tree, rescanned only when the trainer changes or every PIDS_TTL_S (a scan
+        walks /proc, far dearer than the rest of a reading)."""
+        now = time.monotonic()
+        cached = self._pids_cache
+        if cached is not None and cached[0] == trainer_pid and now - cached[1] < PIDS_TTL_S:
+            return cached[2]
+        pids = run_pids(trainer_pid)
+        self._pids_cache = (trainer_pid, now, pids)
+        return pids
+
+    def on_view_loaded(self, message: ViewLoaded) -> None:
+        self._in_flight = False
+        if message.view is not None:
+            if message.pids != self.pids:
+                self._gpu_pending = True
+            previous = self.view
+            self.view, self.pids = message.view, message.pids
+            if self._view_pending and previous is not None:
+                # Two readings share one frame: keep every new log line (log_lines holds the whole tail).
+                if previous.log_reset or message.view.log_reset:
+                    message.view.log_reset = True
+                else:
+                    message.view.new_log_lines = [*previous.new_log_lines, *message.view.new_log_lines]
+            self._view_pending = True
+            news = previous is None or (previous.state, previous.attempt, len(previous.points)) != (
+                message.view.state, message.view.attempt, len(message.view.points))
+            self._request_paint(PAINT_GAP_S if news else ROUTINE_GAP_S)
+            self.app.note_run_state(str(self.run_dir), message.view.name, message.view.state,
+                                    message.view.attempt)
+        elif message.error:
+            self.notify(message.error, severity="error", timeout=4)
+        if self._timer is not None:
+            self._timer.stop()
+        self._timer = self.set_timer(MIN_GAP_S if self._dirty else SLOW_POLL_S, self.request_refresh)
+
+    @work(exclusive=True, group="dash-watch", exit_on_error=False)
+    async def watch_run(self) -> None:
+        """Re-read as soon as a file in the run folder changes."""
+        await watch_changes([self.run_dir], self._on_files_changed)
+
+    def _on_files_changed(self) -> None:
+        if self._in_flight:
+            self._dirty = True
+            return
+        if self._timer is not None:
+            self._timer.stop()
+        self.request_refresh()
+
+    @property
+    def settled(self) -> bool:
+        """True once the run and a GPU sample are painted and no repaint is waiting (tests, snapshots)."""
+        return (self.refresh_count > 0 and bool(self.gpu_history) and self._paint_timer is None
+                and not self._view_pending and not self._gpu_pending)
+
+    def _request_paint(self, gap: float = ROUTINE_GAP_S) -> None:
+        """Paint now, or once `gap` has passed since the last frame (one frame for everything that arrived).
+
+        Each frame redraws most of the screen, so routine updates are pooled; news waits at most PAINT_GAP_S.
+        """
+        wait = self._last_paint + gap - time.monotonic()
+        if self._paint_timer is not None:
+            if wait >= self._paint_due - time.monotonic():
+                return
+            self._paint_timer.stop()  # news arrived while routine updates were waiting: paint sooner
+        self._paint_due = time.monotonic() + max(0.0, wait)
+        if wait > 0:
+            self._paint_timer = self.set_timer(wait, self._paint)
+        else:
+            self._paint_timer = None
+            self._paint()
+
+    def _paint(self) -> None:
+        self._paint_timer = None
+        self._last_paint = time.monotonic()
+        if self._view_pending and self.view is not None:
+            self._view_pending = False
+            self.refresh_count += 1
+            self._render_view(self.view)
+            self.view.new_log_lines = []
+            self.view.log_reset = False
+        if self._gpu_pending:
+            self._gpu_pending = False
+            self.query_one(GpuPanel).show(list(self.gpu_history), self.pids)
+
+    def _render_view(self, view: RunView) -> None:
+        now = self.app.clock()
+        self.query_one(RunHeader).show(view, now)
+        self.query_one(ProgressPanel).show(view)
+        points = view.points
+        self.query_one("#loss-chart", BrailleChart).set_series([
+            Series("box", tuple(p.box for p in points)),
+            Series("cls", tuple(p.cls for p in points)),
+            Series("dfl", tuple(p.dfl for p in points)),
+        ])
+        self.query_one("#metric-chart", BrailleChart).set_series([
+            Series("P", tuple(p.precision for p in points)),
+            Series("R", tuple(p.recall for p in points)),
+            Series("mAP50", tuple(p.map50 for p in points)),
+            Series("mAP50-95", tuple(p.map for p in points)),
+        ])
+        self.query_one(CheckpointPanel).show(view, now)
+        self.query_one(RestartPanel).show(view)
+        log = self.query_one("#log", LogTail)
+        if view.log_reset:
+            log.clear()
+            log.write_lines(view.log_lines)
+        elif view.new_log_lines:
+            log.write_lines(view.new_log_lines)
+
+    # -- GPU ----------------------------------------------------------------------------------------------
+    @work(thread=True, exit_on_error=False, group="dash-gpu")
+    def sample_gpu(self) -> None:
+        """Take one GPU/host sample (thread); posts GpuSampled."""
+        self.post_message(GpuSampled(safe_sample(self.app.sampler)))
+
+    def on_gpu_sampled(self, message: GpuSampled) -> None:
+        self.gpu_history.append(message.snapshot)
+        self._gpu_pending = True
+        self._request_paint()
+        interval = self.app.gpu_interval
+        if interval:
+            self.set_timer(interval, self.sample_gpu)
+
+    # -- actions ------------------------------------------------------------------------------------------
+    def action_back(self) -> None:
+        """Back to the runs table (the run goes on)."""
+        self.app.show_home()
+
+    def action_reload(self) -> None:
+        """Re-read the run now."""
+        self.request_refresh()
+
+    def action_toggle_log(self) -> None:
+        """Give the whole screen to the log tail, or restore the dashboard."""
+        log = self.query_one("#log", LogTail)
+        if self.maximized is log:
+            self.minimize()
+        else:
+            self.maximize(log)
+

@@ -1,0 +1,332 @@
+"""Home: every indexed run in one table, live; `/` filters, `s` (or a header click) sorts, Enter opens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from yolotui.runs import index
+from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
+from yolotui.runs.summary import RunSummary, summarize_all
+from yolotui.tui.runview import format_age, format_time
+from yolotui.tui.sources import CheckpointFacts, diagnose
+from yolotui.tui.watch import watch_changes
+from yolotui.tui.widgets.panels import STATE_CLASS, VERDICT_CLASS
+
+SLOW_POLL_S = 5.0  # catches what no file event announces: a supervisor dying (its lock released), ages
+MIN_GAP_S = 0.5  # at most two table rebuilds a second however fast files change
+
+COLUMNS = ("name", "state", "epoch", "mAP50-95", "checkpoint", "started", "device")
+STATE_STYLE = {"good": "bold green", "info": "bold cyan", "warn": "bold yellow", "bad": "bold red",
+               "muted": "dim"}
+
+
+@dataclass
+class HomeRow:
+    """One line of the runs table."""
+
+    summary: RunSummary
+    checkpoint: CheckpointFacts | None
+
+
+class RunsLoaded(Message):
+    """A fresh reading of every indexed run (posted from the loader thread)."""
+
+    def __init__(self, rows: list[HomeRow], error: str | None = None) -> None:
+        super().__init__()
+        self.rows = rows
+        self.error = error
+
+
+class HomeScreen(Screen):
+    """The runs table."""
+
+    AUTO_FOCUS = "#runs"
+    BINDINGS = [
+        Binding("enter", "open_run", "Open", show=True, priority=False),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("s", "sort", "Sort"),
+        Binding("r", "reload", "Reload"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+    DEFAULT_CSS = """
+    HomeScreen #filter { display: none; height: 3; }
+    HomeScreen #filter.-visible { display: block; }
+    HomeScreen #runs { height: 1fr; }
+    HomeScreen #home-message { height: auto; padding: 0 1; color: $foreground-muted; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[HomeRow] = []
+        self.filter_text = ""
+        self.sort_column = COLUMNS.index("started")  # newest first
+        self.sort_reverse = False
+        self.loaded = False
+        self.load_count = 0
+        self._in_flight = False
+        self._dirty = False
+        self._watched: tuple[str, ...] = ()
+        self._shown: tuple = ()
+        self._suspended = False
+        self._note = ""
+        self._slow_timer = None
+        self._ckpt_cache: dict[str, tuple[tuple[float, int], CheckpointFacts]] = {}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="home-body"):
+            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            yield Static("loading runs…", id="home-message")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.title = "yolotui: runs"
+        table = self.query_one("#runs", DataTable)
+        for key in COLUMNS:
+            table.add_column(key, key=key)
+        self.call_after_refresh(self.request_load)  # first paint first, then read the runs
+
+    def on_screen_suspend(self) -> None:
+        """A dashboard covers the table: stop watching and polling until it is back (saves CPU)."""
+        self._suspended = True
+        if self._slow_timer is not None:
+            self._slow_timer.stop()
+            self._slow_timer = None
+        self.workers.cancel_group(self, "home-watch")
+        self._watched = ()
+
+    def on_screen_resume(self) -> None:
+        """Back on top: read now and watch again."""
+        if self._suspended:
+            self._suspended = False
+            self.request_load()
+
+    # -- loading ------------------------------------------------------------------------------------------
+    def request_load(self) -> None:
+        """Start a reading now, or right after the one in flight."""
+        if self._suspended:
+            return
+        if self._in_flight:
+            self._dirty = True
+            return
+        self._in_flight = True
+        self._dirty = False
+        self.load_runs()
+
+    @work(thread=True, exit_on_error=False, group="home-load")
+    def load_runs(self) -> None:
+        """Read every indexed run (thread); posts RunsLoaded."""
+        try:
+            summaries = summarize_all()
+            rows = [HomeRow(summary, self._checkpoint(summary)) for summary in summaries]
+        except Exception as exc:  # a library bug shows as a line, not a traceback
+            self.post_message(RunsLoaded([], f"could not read the runs: {exc}"))
+            return
+        self.post_message(RunsLoaded(rows))
+
+    def _checkpoint(self, summary: RunSummary) -> CheckpointFacts | None:
+        path = Path(summary.path) / WEIGHTS_DIR / LAST_PT
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        key = (stat.st_mtime, stat.st_size)
+        cached = self._ckpt_cache.get(str(path))
+        if cached and cached[0] == key:
+            return cached[1]
+        facts = diagnose(path, summary.epochs)
+        self._ckpt_cache[str(path)] = (key, facts)
+        return facts
+
+    def on_runs_loaded(self, message: RunsLoaded) -> None:
+        self._in_flight = False
+        self.rows = message.rows
+        self.loaded = True
+        self.load_count += 1
+        self._render_table()
+        if message.error:
+            note = message.error
+        elif not self.rows:
+            note = "No runs yet. Start one with `yolotui train ...`, `yolotui demo` or `yolotui exec -- CMD`."
+        else:
+            running = sum(1 for r in self.rows if r.summary.state in ("running", "restarting"))
+            note = f"{len(self.rows)} runs, {running} running · Enter opens · quitting never stops a run"
+        if note != self._note:
+            self._note = note
+            self.query_one("#home-message", Static).update(note)
+        for row in self.rows:
+            self.app.note_run_state(row.summary.path, row.summary.name, row.summary.state, row.summary.attempt)
+        paths = tuple(sorted({str(index.home_dir())} | {r.summary.path for r in self.rows}))
+        restarted = paths != self._watched
+        if restarted:
+            # A new watcher misses what changes while it starts: read once more just after.
+            self._watched = paths
+            self.watch_runs(paths)
+        if self._suspended:
+            return
+        if self._slow_timer is not None:
+            self._slow_timer.stop()
+        delay = MIN_GAP_S if (self._dirty or restarted) else SLOW_POLL_S
+        self._slow_timer = self.set_timer(delay, self.request_load)
+
+    @work(exclusive=True, group="home-watch", exit_on_error=False)
+    async def watch_runs(self, paths: tuple[str, ...]) -> None:
+        """Reload when the index or any run folder changes (the slow poll covers a failed watcher)."""
+        await watch_changes([Path(p) for p in paths], self._on_files_changed)
+
+    def _on_files_changed(self) -> None:
+        self._dirty = True
+        if not self._in_flight and self._slow_timer is not None:
+            self._slow_timer.stop()
+            self._slow_timer = self.set_timer(0.05, self.request_load)
+
+    # -- table --------------------------------------------------------------------------------------------
+    def visible_rows(self) -> list[HomeRow]:
+        """The rows that pass the filter, in the chosen order."""
+        needle = self.filter_text.lower().strip()
+        rows = [r for r in self.rows if not needle or needle in " ".join(
+            str(x) for x in (r.summary.name, r.summary.state, r.summary.device or "", r.summary.path)).lower()]
+        rows.sort(key=lambda r: _sort_key(r, COLUMNS[self.sort_column]), reverse=self.sort_reverse)
+        return rows
+
+    def _render_table(self) -> None:
+        table = self.query_one("#runs", DataTable)
+        now = self.app.clock()
+        content = [(row.summary.path, _cells(row, now)) for row in self.visible_rows()]
+        labels = [key + ((" ▼" if self.sort_reverse else " ▲") if i == self.sort_column else "")
+                  for i, key in enumerate(COLUMNS)]
+        if (content, labels) == self._shown:
+            return  # nothing changed: no repaint
+        self._shown = (content, labels)
+        selected = self.selected_path()
+        table.clear()
+        # Widths are set here, before the rows go in: DataTable's own auto width is measured on idle, and a
+        # frame painted in between stays cached with the header's narrow widths.
+        for position, (key, label) in enumerate(zip(COLUMNS, labels)):
+            column = table.columns[key]
+            column.label = Text(label)
+            column.auto_width = False
+            column.width = max([len(label)] + [Text(str(cells[position])).cell_len if not isinstance(
+                cells[position], Text) else cells[position].cell_len for _, cells in content])
+        for path, cells in content:
+            table.add_row(*cells, key=path)
+        if selected is not None and selected in table.rows:
+            table.move_cursor(row=table.get_row_index(selected))
+
+    def selected_path(self) -> str | None:
+        """The folder of the highlighted run, if any."""
+        table = self.query_one("#runs", DataTable)
+        if not table.row_count:
+            return None
+        try:
+            return table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        except Exception:
+            return None
+
+    # -- actions ------------------------------------------------------------------------------------------
+    def action_open_run(self) -> None:
+        """Open the highlighted run's dashboard."""
+        path = self.selected_path()
+        if path:
+            self.app.open_run(Path(path))
+
+    @on(DataTable.RowSelected, "#runs")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value:
+            self.app.open_run(Path(event.row_key.value))
+
+    @on(DataTable.HeaderSelected, "#runs")
+    def _header_selected(self, event: DataTable.HeaderSelected) -> None:
+        self.set_sort(event.column_index)
+
+    def set_sort(self, column: int) -> None:
+        """Sort by `column`; choosing the same column again flips the order."""
+        if column == self.sort_column:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column, self.sort_reverse = column, False
+        self._render_table()
+
+    def action_sort(self) -> None:
+        """Sort by the next column."""
+        self.sort_column = (self.sort_column + 1) % len(COLUMNS)
+        self.sort_reverse = False
+        self._render_table()
+        self.notify(f"sorted by {COLUMNS[self.sort_column]}", timeout=1.5)
+
+    def action_filter(self) -> None:
+        """Show the filter box and focus it (mounted on first use: a faster first frame)."""
+        boxes = self.query("#filter")
+        if boxes:
+            box = boxes.first(Input)
+        else:
+            box = Input(placeholder="filter runs by name, state or device (Esc clears)", id="filter")
+            self.query_one("#home-body").mount(box, before=0)
+        box.add_class("-visible")
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Empty and hide the filter box."""
+        for box in self.query("#filter").results(Input):
+            box.value = ""
+            box.remove_class("-visible")
+        self.query_one("#runs", DataTable).focus()
+
+    def action_reload(self) -> None:
+        """Read every run again now."""
+        self.request_load()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self._render_table()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        if not event.value:
+            event.input.remove_class("-visible")
+        self.query_one("#runs", DataTable).focus()
+
+
+def _cells(row: HomeRow, now: float) -> tuple:
+    summary = row.summary
+    state_style = STATE_STYLE[STATE_CLASS.get(summary.state, "muted")]
+    epoch = "--"
+    if summary.epoch is not None or summary.epochs is not None:
+        epoch = f"{summary.epoch if summary.epoch is not None else 0}/{summary.epochs or '?'}"
+    best = f"{summary.best_map:.4f}" if summary.best_map is not None else "--"
+    checkpoint = Text("none", "dim")
+    if row.checkpoint is not None:
+        age = format_age(now - row.checkpoint.mtime) if row.checkpoint.mtime else "--"
+        verdict = row.checkpoint.verdict
+        checkpoint = Text.assemble(f"{age} ", (verdict, STATE_STYLE[VERDICT_CLASS.get(verdict, "muted")]))
+    state = summary.state if summary.attempt <= 1 else f"{summary.state} #{summary.attempt}"
+    return (summary.name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started),
+            summary.device or "--")
+
+
+def _sort_key(row: HomeRow, column: str):
+    summary = row.summary
+    if column == "name":
+        return (summary.name.lower(),)
+    if column == "state":
+        return (summary.state,)
+    if column == "epoch":
+        return (summary.epoch or 0, summary.epochs or 0)
+    if column == "mAP50-95":
+        return (summary.best_map if summary.best_map is not None else -1.0,)
+    if column == "checkpoint":
+        mtime = row.checkpoint.mtime if row.checkpoint and row.checkpoint.mtime else 0.0
+        return (-mtime,)
+    if column == "device":
+        return (summary.device or "",)
+    return (-(summary.started or 0.0),)

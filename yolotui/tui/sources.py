@@ -1,0 +1,156 @@
+"""The TUI's door to the health and telemetry libraries, with a small fallback while one is absent.
+
+Everything here is called from thread workers. A reading that fails becomes a message, never an exception:
+the dashboard shows "verdict unavailable" or "no NVIDIA GPU" rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class CheckpointFacts:
+    """What the checkpoint panel and the runs table show for one checkpoint file."""
+
+    name: str
+    path: str
+    verdict: str  # resumable, finished, corrupt, incomplete, foreign, missing, unknown
+    epoch: int | None = None
+    total_epochs: int | None = None
+    step: int | None = None
+    size: int | None = None
+    mtime: float | None = None
+    reasons: list[str] = field(default_factory=list)
+
+
+def diagnose(path: Path, total_epochs: int | None = None) -> CheckpointFacts:
+    """The verdict on one checkpoint, from yolotui.health when present, else a zip-level check."""
+    path = Path(path)
+    try:
+        from yolotui.health.verdict import diagnose_checkpoint
+    except ImportError:
+        return _fallback_diagnose(path)
+    try:
+        verdict = diagnose_checkpoint(path, total_epochs=total_epochs)
+    except Exception as exc:  # a health bug must not take the TUI down
+        return CheckpointFacts(path.name, str(path), "unknown", reasons=[f"diagnosis failed: {exc}"])
+    return CheckpointFacts(
+        name=path.name,
+        path=str(path),
+        verdict=str(verdict.verdict),
+        epoch=verdict.epoch,
+        total_epochs=verdict.total_epochs,
+        step=verdict.step,
+        size=verdict.size,
+        mtime=verdict.mtime,
+        reasons=list(verdict.reasons or []),
+    )
+
+
+def _fallback_diagnose(path: Path) -> CheckpointFacts:
+    """Without yolotui.health: missing, corrupt (not a readable zip, as torch.save writes) or unknown."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return CheckpointFacts(path.name, str(path), "missing", reasons=["file not found"])
+    facts = CheckpointFacts(path.name, str(path), "unknown", size=stat.st_size, mtime=stat.st_mtime)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            bad = archive.testzip()
+        if bad is not None:
+            facts.verdict, facts.reasons = "corrupt", [f"bad member {bad}"]
+    except (OSError, zipfile.BadZipFile, EOFError) as exc:
+        facts.verdict, facts.reasons = "corrupt", [f"not a readable checkpoint: {exc}"]
+        return facts
+    if facts.verdict == "unknown":
+        _from_manifest(path, facts)
+    return facts
+
+
+def _from_manifest(path: Path, facts: CheckpointFacts) -> None:
+    """Epoch facts from the manifest beside a readable checkpoint (<name>.pt.json)."""
+    try:
+        manifest = json.loads(path.with_name(path.name + ".json").read_text(encoding="utf-8"))
+        facts.epoch = int(manifest["epoch"])
+        facts.step = int(manifest.get("step") or 0)
+        facts.total_epochs = int(manifest["epochs"]) if manifest.get("epochs") is not None else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if facts.total_epochs is not None:
+        facts.verdict = "finished" if facts.epoch >= facts.total_epochs else "resumable"
+
+
+@dataclass
+class HostFacts:
+    """CPU and RAM of this machine (duck-types yolotui.telemetry.host.HostReading)."""
+
+    cpu_pct: float | None = None
+    mem_used_mb: float | None = None
+    mem_total_mb: float | None = None
+
+
+@dataclass
+class SnapshotFacts:
+    """A GPU sample (duck-types yolotui.telemetry.gpu.GpuSnapshot) used when telemetry is absent or fails."""
+
+    ts: float
+    available: bool = False
+    reason: str | None = None
+    gpus: list[Any] = field(default_factory=list)
+    host: Any = None
+
+
+class _HostOnlySampler:
+    """Samples CPU and RAM with psutil; stands in for GpuSampler when yolotui.telemetry is missing."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def sample(self) -> SnapshotFacts:
+        host = HostFacts()
+        try:
+            import psutil
+
+            memory = psutil.virtual_memory()
+            host = HostFacts(psutil.cpu_percent(interval=None), memory.used / 2**20, memory.total / 2**20)
+        except Exception:
+            pass
+        return SnapshotFacts(ts=time.time(), available=False, reason=self.reason, host=host)
+
+
+def make_sampler() -> Any:
+    """A GPU sampler: yolotui.telemetry's GpuSampler, or a CPU/RAM-only stand-in when it cannot start."""
+    try:
+        from yolotui.telemetry.gpu import GpuSampler
+
+        return GpuSampler()
+    except Exception as exc:
+        return _HostOnlySampler(f"no NVIDIA GPU ({type(exc).__name__})")
+
+
+def safe_sample(sampler: Any) -> Any:
+    """One sample; a failing sampler reads as 'no NVIDIA GPU' with the reason."""
+    try:
+        return sampler.sample()
+    except Exception as exc:
+        return _HostOnlySampler(f"GPU reading failed: {exc}").sample()
+
+
+def run_pids(trainer_pid: int | None) -> set[int]:
+    """The trainer's pid and its descendants (torchrun workers), to find the run's own GPU memory."""
+    if not trainer_pid:
+        return set()
+    pids = {int(trainer_pid)}
+    try:
+        import psutil
+
+        pids.update(child.pid for child in psutil.Process(int(trainer_pid)).children(recursive=True))
+    except Exception:
+        pass
+    return pids

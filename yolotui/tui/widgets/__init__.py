@@ -1,0 +1,1 @@
+"""Widgets of the yolotui TUI, each with its own DEFAULT_CSS."""

@@ -1,0 +1,333 @@
+"""The dashboard's text panels: run header, progress, GPU, checkpoints, restart history.
+
+Each panel is a Static that turns a plain snapshot (RunView, GPU samples) into Rich text; colours come from
+component classes so they follow the theme.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from yolotui.tui.runview import RunView, format_age, format_duration, format_size
+from yolotui.tui.widgets.sparkline import bar, sparkline
+
+TEMP_WARN_C = 75.0
+TEMP_HOT_C = 85.0
+
+STATE_CLASS = {
+    "running": "good",
+    "finished": "info",
+    "queued": "muted",
+    "restarting": "warn",
+    "stopping": "warn",
+    "interrupted": "warn",
+    "stopped": "muted",
+    "failed": "bad",
+}
+VERDICT_CLASS = {
+    "resumable": "good",
+    "finished": "info",
+    "incomplete": "warn",
+    "foreign": "warn",
+    "unknown": "muted",
+    "corrupt": "bad",
+    "missing": "bad",
+}
+
+_PANEL_CSS_CLASSES = """
+    {name} {{ text-wrap: nowrap; text-overflow: ellipsis; }}
+    {name} > .panel--good {{ color: $success; text-style: bold; }}
+    {name} > .panel--info {{ color: $primary; text-style: bold; }}
+    {name} > .panel--warn {{ color: $warning; text-style: bold; }}
+    {name} > .panel--bad {{ color: $error; text-style: bold; }}
+    {name} > .panel--muted {{ color: $foreground-muted; }}
+    {name} > .panel--label {{ color: $foreground-muted; }}
+    {name} > .panel--share {{ color: $accent; }}
+"""
+_COMPONENTS = {"panel--good", "panel--info", "panel--warn", "panel--bad", "panel--muted", "panel--label",
+               "panel--share"}
+
+
+class Panel(Static):
+    """A Static with the semantic colour classes every panel uses."""
+
+    COMPONENT_CLASSES = _COMPONENTS
+    _shown: Text | None = None
+
+    def set_text(self, text: Text) -> None:
+        """Show `text`; nothing is repainted when it did not change, and the layout is redone only when the
+        number of lines changed (a full-screen relayout per update costs far more than the panel itself)."""
+        previous = self._shown
+        if previous is not None and previous.plain == text.plain and previous.spans == text.spans:
+            return
+        self._shown = text
+        relayout = previous is None or previous.plain.count("\n") != text.plain.count("\n")
+        self.update(text, layout=relayout)
+
+    def on_resize(self) -> None:
+        self._shown = None  # widths changed: let the next update lay out again
+
+    def style_for(self, kind: str):
+        """The Rich style of a semantic colour: good, info, warn, bad, muted, label, share."""
+        return self.get_component_rich_style(f"panel--{kind}")
+
+
+class RunHeader(Panel):
+    """One line: name, state, attempt, device, elapsed."""
+
+    DEFAULT_CSS = "RunHeader { height: 1; padding: 0 1; background: $boost; }" + _PANEL_CSS_CLASSES.format(
+        name="RunHeader")
+
+    def show(self, view: RunView, now: float) -> None:
+        status = view.status
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(view.name, "bold")
+        text.append("  ")
+        text.append(view.state, self.style_for(STATE_CLASS.get(view.state, "muted")))
+        if status is not None:
+            attempts = f"{status.attempt}/{status.max_attempts}" if status.max_attempts else str(status.attempt)
+            text.append("  attempt ", self.style_for("label"))
+            text.append(attempts)
+            text.append("  device ", self.style_for("label"))
+            text.append(status.device or "--")
+            elapsed = None
+            if status.started:
+                end = status.ended if status.ended and view.state not in ("running", "restarting") else now
+                elapsed = end - status.started
+            text.append("  elapsed ", self.style_for("label"))
+            text.append(format_duration(elapsed))
+        if view.problems:
+            text.append("  ⚠ " + "; ".join(view.problems), self.style_for("warn"))
+        self.set_text(text)
+
+
+class ProgressPanel(Panel):
+    """Two lines: the epoch in progress and the whole run, with ETA and images/s."""
+
+    DEFAULT_CSS = "ProgressPanel { height: 2; padding: 0 1; }" + _PANEL_CSS_CLASSES.format(name="ProgressPanel")
+
+    def show(self, view: RunView) -> None:
+        width = max(10, self.content_size.width or 78)
+        bar_w = max(5, width - 52)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        epoch_label = f"{(view.epoch or 0) + 1}/{view.epochs}" if view.epochs else (
+            str((view.epoch or 0) + 1) if view.epoch is not None else "--")
+        text.append("epoch   ", self.style_for("label"))
+        text.append(f"{epoch_label:>7} ")
+        frac = view.epoch_fraction()
+        text.append(bar(frac, bar_w), self.style_for("info"))
+        text.append(f" {_pct(frac)}")
+        if view.batches:
+            text.append(f"  {view.batch}/{view.batches}", self.style_for("label"))
+        text.append(f"  eta {format_duration(view.epoch_eta())}")
+        if view.imgs_per_s is not None:
+            text.append(f"  {view.imgs_per_s:,.0f} img/s")
+        text.append("\n")
+        overall = view.overall_fraction()
+        text.append("overall ", self.style_for("label"))
+        text.append(f"{view.finished_epochs:>3}/{view.epochs or '--':<3} ")
+        text.append(bar(overall, bar_w), self.style_for("good"))
+        text.append(f" {_pct(overall)}")
+        text.append(f"  eta {format_duration(view.overall_eta())}")
+        if view.last_problem:
+            text.append("  " + view.last_problem, self.style_for("warn"))
+        self.set_text(text)
+
+
+def _pct(fraction: float | None) -> str:
+    return "  --%" if fraction is None else f"{fraction * 100:4.0f}%"
+
+
+class CheckpointPanel(Panel):
+    """last.pt and best.pt: epoch, age, size, verdict; then the restart history."""
+
+    DEFAULT_CSS = "CheckpointPanel { height: auto; }" + _PANEL_CSS_CLASSES.format(name="CheckpointPanel")
+
+    def show(self, view: RunView, now: float) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for index, facts in enumerate(view.checkpoints):
+            if index:
+                text.append("\n")
+            text.append(f"{facts.name:<8}", "bold")
+            text.append(facts.verdict, self.style_for(VERDICT_CLASS.get(facts.verdict, "muted")))
+            if facts.verdict == "missing":
+                continue
+            epoch = "--" if facts.epoch is None else str(facts.epoch)
+            if facts.total_epochs:
+                epoch += f"/{facts.total_epochs}"
+            age = format_age(now - facts.mtime) if facts.mtime else "--"
+            text.append(f"\n  ep {epoch}  {age} ago  {format_size(facts.size)}", self.style_for("label"))
+            if facts.verdict in ("corrupt", "incomplete", "unknown") and facts.reasons:
+                text.append("\n  " + facts.reasons[0], self.style_for("warn"))
+        self.set_text(text)
+
+
+class RestartPanel(Panel):
+    """The supervisor's attempts, newest last: number, exit, failure class, remedy."""
+
+    DEFAULT_CSS = "RestartPanel { height: auto; }" + _PANEL_CSS_CLASSES.format(name="RestartPanel")
+
+    def show(self, view: RunView) -> None:
+        attempts = list(view.status.attempts) if view.status else []
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("restarts ", self.style_for("label"))
+        if len(attempts) <= 1:
+            text.append("none")
+        for item in attempts[-4:] if len(attempts) > 1 else []:
+            if not isinstance(item, dict):
+                continue
+            text.append(f"\n#{item.get('attempt', '?')} ")
+            failure = item.get("failure_class")
+            code = item.get("exit_code")
+            signal = item.get("exit_signal")
+            outcome = failure or ("ok" if code == 0 else f"exit {code}" if code is not None else
+                                  f"signal {signal}" if signal else "running")
+            text.append(str(outcome), self.style_for("bad" if failure else "good" if code == 0 else "muted"))
+            if item.get("remedy"):
+                text.append(f" → {item['remedy']}", self.style_for("label"))
+        self.set_text(text)
+
+
+class GpuPanel(Panel):
+    """Per GPU: temperature (with thresholds), memory bar with the run's share, utilisation, power, sparklines.
+
+    Without a usable NVIDIA GPU it says so and shows the host's CPU and RAM instead.
+    """
+
+    DEFAULT_CSS = "GpuPanel { height: auto; }" + _PANEL_CSS_CLASSES.format(name="GpuPanel")
+
+    def show(self, history: Sequence[Any], run_pids: set[int]) -> None:
+        width = max(20, self.content_size.width or 30)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if not history:
+            text.append("sampling…", self.style_for("muted"))
+            self.set_text(text)
+            return
+        latest = history[-1]
+        if not getattr(latest, "available", False) or not getattr(latest, "gpus", None):
+            self._host(text, history, width)
+            self.set_text(text)
+            return
+        for index, gpu in enumerate(latest.gpus):
+            if index:
+                text.append("\n")
+            self._gpu(text, gpu, [_gpu_at(s, gpu.index) for s in history], run_pids, width)
+        self.set_text(text)
+
+    def _gpu(self, text: Text, gpu: Any, series: list[Any], run_pids: set[int], width: int) -> None:
+        text.append(f"GPU{gpu.index} ", "bold")
+        text.append(str(gpu.name or ""), self.style_for("label"))
+        temp = gpu.temperature_c
+        kind = "muted" if temp is None else "bad" if (gpu.hot or temp >= TEMP_HOT_C) else (
+            "warn" if temp >= TEMP_WARN_C else "good")
+        spark_w = max(4, width - 16)
+        text.append("\n temp ", self.style_for("label"))
+        text.append(f"{temp:>4.0f}°C " if temp is not None else "  N/A  ", self.style_for(kind))
+        text.append(sparkline([_attr(r, "temperature_c") for r in series], spark_w, 20, 100),
+                    self.style_for(kind))
+        used, total = gpu.memory_used_mb, gpu.memory_total_mb
+        own = sum(mb for pid, mb in (gpu.processes or []) if pid in run_pids and mb)
+        text.append("\n mem  ", self.style_for("label"))
+        if used is not None and total:
+            bar_w = max(4, width - 24)
+            own_cells = round(min(own, used) / total * bar_w)
+            used_cells = max(own_cells, round(used / total * bar_w))
+            mem_kind = "warn" if gpu.memory_high else "info"
+            text.append("▓" * own_cells, self.style_for("share"))
+            text.append("█" * (used_cells - own_cells), self.style_for(mem_kind))
+            text.append("░" * (bar_w - used_cells), self.style_for("muted"))
+            text.append(f" {used / 1024:.1f}/{total / 1024:.0f}G")
+            if own:
+                text.append(f"\n      run {own / 1024:.1f}G", self.style_for("share"))
+        else:
+            text.append("N/A", self.style_for("muted"))
+        util = gpu.utilization_pct
+        text.append("\n util ", self.style_for("label"))
+        text.append(f"{util:>4.0f}%  " if util is not None else "  N/A  ")
+        text.append(sparkline([_attr(r, "utilization_pct") for r in series], spark_w, 0, 100),
+                    self.style_for("info"))
+        power, limit = gpu.power_w, gpu.power_limit_w
+        text.append("\n power ", self.style_for("label"))
+        if power is not None:
+            text.append(f"{power:.0f}" + (f"/{limit:.0f}" if limit else "") + " W")
+        else:
+            text.append("N/A", self.style_for("muted"))
+
+    def _host(self, text: Text, history: Sequence[Any], width: int) -> None:
+        latest = history[-1]
+        reason = str(getattr(latest, "reason", None) or "")
+        if reason.startswith("no NVIDIA GPU"):
+            text.append(reason, self.style_for("warn"))
+        else:
+            text.append("no NVIDIA GPU", self.style_for("warn"))
+            if reason:
+                text.append(f"\n {reason}", self.style_for("muted"))
+        host = getattr(latest, "host", None)
+        cpu = getattr(host, "cpu_pct", None)
+        spark_w = max(4, width - 12)
+        text.append("\n cpu ", self.style_for("label"))
+        text.append(f"{cpu:>4.0f}% " if cpu is not None else " N/A  ")
+        text.append(sparkline([getattr(getattr(s, "host", None), "cpu_pct", None) for s in history],
+                              spark_w, 0, 100), self.style_for("info"))
+        used, total = getattr(host, "mem_used_mb", None), getattr(host, "mem_total_mb", None)
+        text.append("\n ram ", self.style_for("label"))
+        if used is not None and total:
+            bar_w = max(4, width - 20)
+            text.append(bar(used / total, bar_w), self.style_for("info"))
+            text.append(f" {used / 1024:.1f}/{total / 1024:.0f}G")
+        else:
+            text.append("N/A", self.style_for("muted"))
+
+
+def _gpu_at(snapshot: Any, index: int) -> Any:
+    for gpu in getattr(snapshot, "gpus", None) or []:
+        if gpu.index == index:
+            return gpu
+    return None
+
+
+def _attr(reading: Any, name: str) -> float | None:
+    return None if reading is None else getattr(reading, name, None)
+
+
+class LogTail(Panel):
+    """The last lines of train.log that fit, newest at the bottom.
+
+    A fixed-size text panel rather than a scrolling Log: appending never changes the layout, so following
+    a chatty trainer costs one partial repaint, not a relayout of the screen (`yolotui logs` has the rest).
+    """
+
+    DEFAULT_CSS = "LogTail { height: 1fr; }" + _PANEL_CSS_CLASSES.format(name="LogTail")
+    can_focus = True
+    MAX_LINES = 500
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.lines: list[str] = []
+
+    @property
+    def line_count(self) -> int:
+        """How many lines are kept."""
+        return len(self.lines)
+
+    def clear(self) -> None:
+        """Forget every line."""
+        self.lines = []
+        self._show()
+
+    def write_lines(self, lines: Sequence[str]) -> None:
+        """Append lines (keeping the last MAX_LINES) and show the newest."""
+        self.lines = [*self.lines, *lines][-self.MAX_LINES:]
+        self._show()
+
+    def _show(self) -> None:
+        rows = max(1, self.content_size.height or 8)
+        self.set_text(Text("\n".join(self.lines[-rows:]), no_wrap=True, overflow="ellipsis"))
+
+    def on_resize(self) -> None:
+        self._shown = None
+        self._show()
