@@ -63,10 +63,9 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
 def after_launch(run_dir: Path, attach: bool, verb: str = "started") -> int:
     """Print where the run lives; follow it in plain text when `attach`."""
     print(f"{verb} run {Path(run_dir).name}: {run_dir}")
-    from yolotui.runs.logout import launch_lines
-    from yolotui.runs.runconfig import read_run_config
+    from yolotui.runs.logout import launch_lines_for
 
-    for line in launch_lines(read_run_config(Path(run_dir)).get("logout")):  # how it survives logout (issue 7)
+    for line in launch_lines_for(run_dir):  # how it survives logout (issue 7)
         print(line)
     if attach:
         from yolotui.commands._progress import follow

@@ -86,6 +86,21 @@ def current_logind() -> Any:
     return _cached[1]
 
 
+def launch_lines_for(run_dir: Any) -> list[str]:
+    """launch_lines of the run's run.yaml `logout` record; [] when run.yaml is absent or unreadable."""
+    from pathlib import Path
+
+    from yolotui.errors import UserError
+    from yolotui.runs.runconfig import read_run_config
+
+    if not (Path(run_dir) / "run.yaml").exists():
+        return []
+    try:
+        return launch_lines(read_run_config(Path(run_dir)).get("logout"))
+    except UserError:
+        return []
+
+
 def launch_lines(record: dict[str, Any] | None) -> list[str]:
     """The lines a launching command prints about logout (note, and the warning when there is one)."""
     if not record:
