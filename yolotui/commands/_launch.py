@@ -10,7 +10,7 @@ from yolotui.commands._distributed import DistributedLaunch
 from yolotui.config import opt_yaml_dict, save_yaml
 from yolotui.runs import layout
 
-DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_MAX_ATTEMPTS = 5  # attempts in all (the first and 4 restarts), issue 7
 
 
 def write_run_files(run_dir: Path, opt: dict[str, Any], hyp: dict[str, Any]) -> None:
@@ -36,7 +36,8 @@ def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None, nproc
 
 
 def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any] | None = None,
-                   max_attempts: int = DEFAULT_MAX_ATTEMPTS, dist_flags: dict[str, Any] | None = None) -> None:
+                   max_attempts: int = DEFAULT_MAX_ATTEMPTS, dist_flags: dict[str, Any] | None = None,
+                   backoff_s: float | None = None) -> None:
     """Launch the trainer for `run_dir` under a detached supervisor (UserError before detaching on bad input).
 
     `dist_flags` holds the process-layout flags (--nproc-per-node, --nnodes, --node-rank, --rdzv-endpoint ...);
@@ -54,6 +55,7 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
         print(f"warning: {warning}")
     launch(run_dir, engine_command(run_dir, overrides, launch=plan), name=run_dir.name, backend="yolotui",
            device=str(opt.get("device") or ""), max_attempts=max_attempts, env=plan.env(),
+           **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
            extra={"options": opt_yaml_dict(opt), "save_signal": True,
                   "distributed": run_yaml_entry(plan, dist_flags)})
 
@@ -61,6 +63,10 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
 def after_launch(run_dir: Path, attach: bool, verb: str = "started") -> int:
     """Print where the run lives; follow it in plain text when `attach`."""
     print(f"{verb} run {Path(run_dir).name}: {run_dir}")
+    from yolotui.runs.logout import launch_lines_for
+
+    for line in launch_lines_for(run_dir):  # how it survives logout (issue 7)
+        print(line)
     if attach:
         from yolotui.commands._progress import follow
 

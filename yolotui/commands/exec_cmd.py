@@ -43,6 +43,10 @@ def run(args: argparse.Namespace) -> int:
     extra = {"save_signal": True} if args.save_signal else None
     launch(run_dir, command, name=run_dir.name, backend="exec", max_attempts=args.max_restarts + 1, extra=extra)
     print(run_dir)
+    from yolotui.runs.logout import launch_lines_for
+
+    for line in launch_lines_for(run_dir):  # how it survives logout
+        print(line, file=sys.stderr)
     print(f"started run {run_dir.name}; follow: yolotui logs {run_dir.name} --follow; "
           f"stop: yolotui stop {run_dir.name}", file=sys.stderr)
     return 0

@@ -5,6 +5,8 @@ Only --epochs, --batch-size (accumulation re-derived, nominal batch 64 kept), --
 change; any other training flag is an error. `--epochs N` above the planned total extends the run (also a
 finished one): the LR schedule is re-planned as if N epochs had been planned from the start, and training
 continues at the current epoch on that curve. With no RUN, the newest interrupted run is resumed.
+`--interrupted` resumes every interrupted run of the user, each as it was (yolotui/runs/service.py): what
+`yolotui service install` runs at boot.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="from_ckpt", default=None, metavar="CKPT",
                         help="resume from this checkpoint of the run (best.pt, epochN.pt) when last.pt is damaged; "
                              "the damaged last.pt is kept as last.pt.damaged-<time>")
+    parser.add_argument("--interrupted", action="store_true",
+                        help="resume every interrupted run of yours (after a reboot or container restart)")
     changeable = {"--epochs", "--batch-size", "--batch", "--device", "--workers"}
     for flags, kwargs in TRAIN_FLAGS:
         if changeable.intersection(flags):
@@ -147,6 +151,13 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
 
 def run(args: argparse.Namespace) -> int:
     """Refuse unchangeable flags, then resume."""
+    if args.interrupted:  # issue 7: after a reboot, each run continues with its own saved settings
+        if args.run or any(v is not None for v in (args.epochs, args.batch_size, args.device, args.workers,
+                                                    args.from_ckpt)):
+            raise UserError("--interrupted resumes every interrupted run as it was: give no RUN and no options")
+        from yolotui.commands.service import print_resume_interrupted
+
+        return print_resume_interrupted()
     from yolotui.commands.train import RESUME_CHANGEABLE, given_options
 
     extra = sorted(k for k in given_options(args) if k not in RESUME_CHANGEABLE)

@@ -66,13 +66,18 @@ def given_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Official train_dual.py flags plus --resume, --attach and --max-attempts."""
+    """Official train_dual.py flags plus --resume, --attach, --max-restarts/--max-attempts, --restart-backoff."""
     add_training_flags(parser)
     add_distributed_flags(parser)
     parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN|PATH",
                         help="resume a run (none given: the newest interrupted one)")
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
-    parser.add_argument("--max-attempts", type=int, default=3, help="restarts after a crash (default 3)")
+    parser.add_argument("--max-restarts", type=int, default=None, metavar="N",
+                        help="restart after a failure up to N times, as yolotui exec (default 4: 5 attempts)")
+    parser.add_argument("--max-attempts", type=int, default=None, metavar="N",
+                        help="attempts in all, the first included (default 5); or give --max-restarts")
+    parser.add_argument("--restart-backoff", type=float, default=None, metavar="S",
+                        help="seconds before the first retry, doubling for crashes and comm errors (default 2)")
 
 
 def prepare_run(opt_given: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any], list[str]]:
@@ -99,6 +104,22 @@ def prepare_run(opt_given: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[s
     return run_dir, opt, hyp, warnings
 
 
+def restart_limit(max_restarts: int | None, max_attempts: int | None) -> int:
+    """Attempts in all from --max-restarts N (N + 1) or --max-attempts N (N); default 5."""
+    from yolotui.commands._launch import DEFAULT_MAX_ATTEMPTS
+    from yolotui.errors import UserError
+
+    if max_restarts is not None and max_attempts is not None:
+        raise UserError("give --max-restarts or --max-attempts, not both")
+    if max_restarts is not None:
+        if max_restarts < 0:
+            raise UserError(f"--max-restarts {max_restarts}: must be 0 or more")
+        return max_restarts + 1
+    if max_attempts is not None and max_attempts < 1:
+        raise UserError(f"--max-attempts {max_attempts}: must be at least 1")
+    return DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate, create the run folder, launch the trainer detached, print the folder."""
     from yolotui.commands._distributed import given_layout
@@ -117,13 +138,15 @@ def run(args: argparse.Namespace) -> int:
         target = None if args.resume is True else str(args.resume)
         return resume_run(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, attach=args.attach,
                           dist_flags=dist_flags)
-    if args.max_attempts < 1:
-        raise UserError(f"--max-attempts {args.max_attempts}: must be at least 1")
+    max_attempts = restart_limit(args.max_restarts, args.max_attempts)
+    if args.restart_backoff is not None and args.restart_backoff < 0:
+        raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
     run_dir, opt, _hyp, warnings = prepare_run(given)
     for warning in warnings:
         print(f"warning: {warning}")
     try:
-        start_training(run_dir, opt, max_attempts=args.max_attempts, dist_flags=dist_flags)
+        start_training(run_dir, opt, max_attempts=max_attempts, dist_flags=dist_flags,
+                       backoff_s=args.restart_backoff)
     except UserError:
         if not opt["exist_ok"]:
             import shutil

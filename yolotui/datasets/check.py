@@ -63,7 +63,8 @@ class CheckReport:
     def require_usable(self, what: str) -> None:
         """Raise UserError (exit status 1) when no image of `what` is usable."""
         if not self.usable:
-            raise UserError(f"{what}: no usable image ({self.summary}); fix the warnings above or the paths",
+            first = f"; first problem: {self.warnings[0].removeprefix('WARNING ')}" if self.warnings else ""
+            raise UserError(f"{what}: no usable image ({self.summary}){first}; fix the warnings above or the paths",
                             exit_code=1)
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,6 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--batch-size", "--batch", dest="batch_size", type=int, default=None)
     train.add_argument("--device", default=None)
     train.add_argument("--workers", type=int, default=None)
+    train.add_argument("--lr-scale", type=float, default=None,
+                       help="multiply the scheduled learning rate (kept on later resumes)")
+    train.add_argument("--accumulate", type=int, default=None, help="batches per optimizer step")
     return parser
 
 
@@ -30,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from yolotui.engine.trainer import EngineOverrides, run_trainer
 
     overrides = EngineOverrides(epochs=args.epochs, batch_size=args.batch_size, device=args.device,
-                                workers=args.workers)
+                                workers=args.workers, lr_scale=args.lr_scale, accumulate=args.accumulate)
     return run_trainer(args.run_dir, overrides)
 
 

@@ -25,6 +25,8 @@ from yolotui.config import load_hyp, load_yaml, opt_yaml_dict, parse_freeze, sav
 from yolotui.engine import checkpoint as ckpt_io
 from yolotui.engine import components, ddp
 from yolotui.engine.ema import ModelEMA, unwrap
+from yolotui.engine.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
+from yolotui.engine.faults import FaultInjector
 from yolotui.engine.optim import accumulation_steps, build_optimizer, scaled_weight_decay
 from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
 from yolotui.engine.signals import SignalRequests
@@ -46,6 +48,8 @@ class EngineOverrides:
     batch_size: int | None = None
     device: str | None = None
     workers: int | None = None
+    lr_scale: float | None = None  # multiplies the scheduled lr (the nan remedy halves it); kept in checkpoints
+    accumulate: int | None = None  # batches per optimizer step (the oom remedy doubles it as the batch halves)
 
 
 def select_device(device: str) -> torch.device:
@@ -117,6 +121,8 @@ class Trainer:
         self.events: Any = (EventWriter(self.run_dir / layout.EVENTS_JSONL, read_attempt(self.run_dir))
                             if self.dist.main else _NoEvents())
         self.requests = SignalRequests()
+        self.faults = FaultInjector.from_env(read_attempt(self.run_dir))  # YOLOTUI_FAULT (tests only)
+        self.nan_guard = NanGuard()
         self.save_period_s = 600.0
         self.last_save_time = time.monotonic()
         self.last_log_time = 0.0
@@ -157,6 +163,15 @@ class Trainer:
             self.opt["workers"] = int(ov.workers)
         self.epochs = int(self.opt["epochs"])
         self.batch_size = int(self.opt["batch_size"])
+        self.lr_scale = float(ov.lr_scale if ov.lr_scale is not None else self.opt.get("lr_scale", 1.0))
+        if not self.lr_scale > 0:
+            raise UserError(f"--lr-scale {self.lr_scale}: must be above 0")
+        self.opt["lr_scale"] = self.lr_scale
+        saved_batch = int(self.resume_ckpt["opt"].get("batch_size", 0)) if self.resume_ckpt is not None else 0
+        saved_accumulate = self.opt.get("accumulate") if saved_batch == self.batch_size else None
+        if ov.accumulate is not None and ov.accumulate < 1:
+            raise UserError(f"--accumulate {ov.accumulate}: must be at least 1")
+        self.accumulate_override = ov.accumulate or (int(saved_accumulate) if saved_accumulate else None)
 
     def _build_model(self) -> None:
         nc, names = self.nc, self.names
@@ -222,8 +237,10 @@ class Trainer:
         self.nc, self.names = data.nc, data.names
         self._build_model()
         self.imgsz = int(self.opt["imgsz"])
-        self.accumulate = accumulation_steps(self.batch_size)
+        self.accumulate = self.accumulate_override or accumulation_steps(self.batch_size)
         decay = scaled_weight_decay(float(self.hyp["weight_decay"]), self.batch_size)
+        if self.accumulate_override:  # weight decay follows the images per optimizer step actually used
+            decay = float(self.hyp["weight_decay"]) * self.batch_size * self.accumulate / 64
         self.optimizer = build_optimizer(self.model, self.opt["optimizer"], float(self.hyp["lr0"]),
                                          float(self.hyp["momentum"]), decay)
         self.ema = ModelEMA(self.model)
@@ -313,6 +330,11 @@ class Trainer:
         self.last_save_time = time.monotonic()
         if not self.dist.main:
             return
+        if self.nan_guard.suspect or not _finite_weights(ckpt):
+            # never replace a good checkpoint with a diverged state: the nan remedy resumes from the last good one
+            self.events.emit("warning", kind="nan", message=f"not writing {path.name}: the loss or weights are "
+                             "not finite; keeping the last good checkpoint", traceback="")
+            return
         manifest = ckpt_io.save_checkpoint(ckpt, path)
         self.events.emit("checkpoint", path=str(path), epoch=manifest["epoch"], step=manifest["step"],
                          bytes=manifest["bytes"], sha256=manifest["sha256"], seconds=manifest["seconds"])
@@ -341,13 +363,18 @@ class Trainer:
         if self.cuda:
             imgs = imgs.contiguous(memory_format=torch.channels_last)
         targets = batch["targets"].to(self.device)
+        self.faults.before_step()
         with torch.autocast(device_type=self.device.type, enabled=self.cuda):
             preds = self.model(imgs)
             loss, items = self.loss_fn(preds, targets)
+            loss = self.faults.loss(loss)
             if self.dist.distributed:
                 loss = loss * self.dist.world_size  # DDP averages gradients over ranks
-        if not torch.isfinite(loss):
-            raise NonFiniteLoss(f"non-finite loss {float(loss)} at iteration {ni}")
+        finite = bool(torch.isfinite(loss.detach()))
+        if self.dist.distributed:  # every rank must skip the same step, or the gradient all-reduce hangs
+            finite = not ddp.agree([not finite], self.dist, self.device)[0]
+        if not self.nan_guard.check(finite, f"iteration {ni}"):
+            return torch.zeros(3)  # skipped: a lone non-finite step (fp16 overflow) must not poison the weights
         self.scaler.scale(loss).backward()
         accumulate = warmup_accumulation(ni, self.plan.warmup_iters, self.accumulate)
         if ni - self.last_opt_step >= accumulate:
@@ -378,6 +405,9 @@ class Trainer:
         for i, batch in enumerate(loader, start=start_step):
             ni = i + self.batches * epoch
             self.plan.apply(self.optimizer, epoch, ni, float(self.hyp["lr0"]))
+            if self.lr_scale != 1.0:
+                for group in self.optimizer.param_groups:
+                    group["lr"] *= self.lr_scale
             items = self._train_step(batch, ni)
             self.epoch_loss_sum += items
             window_images += int(batch["img"].shape[0])
@@ -452,7 +482,8 @@ class Trainer:
         self.events.emit("start", config={k: self.opt.get(k) for k in (
             "cfg", "data", "epochs", "batch_size", "imgsz", "optimizer", "weights", "device", "workers")},
             world_size=self.dist.world_size, devices=[_device_name(self.device)], resumed_from=self.resumed_from,
-            accumulate=self.accumulate, batches=self.batches, frozen=self.frozen, transfer=self.transfer_note)
+            accumulate=self.accumulate, lr_scale=self.lr_scale, batches=self.batches, frozen=self.frozen,
+            transfer=self.transfer_note)
         if self.start_epoch >= self.epochs:
             self._log(f"Nothing to train: {self.start_epoch}/{self.epochs} epochs done; use --epochs N to extend")
             self.events.emit("done", metrics=self.last_metrics, best=str(self.best_path), epochs=self.epochs,
@@ -482,15 +513,20 @@ class Trainer:
         return int(manifest.get("step", 0))
 
 
+def _finite_weights(ckpt: dict[str, Any]) -> bool:
+    """True when every floating tensor of the checkpoint's model and EMA is finite."""
+    for part in ("model", "ema"):
+        for tensor in (ckpt.get(part) or {}).values():
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and not torch.isfinite(tensor).all():
+                return False
+    return True
+
+
 class _NoEvents:
     """Event sink of the ranks that do not write (only rank 0 writes events)."""
 
     def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
         return {"type": type_, **fields}
-
-
-class NonFiniteLoss(RuntimeError):
-    """The loss became NaN or infinite."""
 
 
 def _device_name(device: torch.device) -> str:
@@ -577,18 +613,13 @@ def _run(trainer: Trainer) -> int:
     try:
         trainer.setup()
         return trainer.train()
-    except UserError as exc:
-        trainer.events.emit("error", kind="data", message=str(exc), traceback="")
-        print(f"yolotui: error: {exc}", flush=True)
-        return 2
-    except NonFiniteLoss as exc:
-        trainer.events.emit("error", kind="nan", message=str(exc), traceback=_tail())
-        raise
-    except torch.OutOfMemoryError as exc:
-        trainer.events.emit("error", kind="oom", message=str(exc).splitlines()[0], traceback=_tail())
-        raise
-    except Exception as exc:
-        trainer.events.emit("error", kind="crash", message=f"{type(exc).__name__}: {exc}", traceback=_tail())
+    except Exception as exc:  # report the failure class (yolotui/engine/failures.py) for the supervisor's remedy
+        kind = classify_exception(exc)
+        trainer.events.emit("error", kind=kind, message=failure_message(exc, kind),
+                            traceback="" if isinstance(exc, UserError) else _tail())
+        if isinstance(exc, UserError):
+            print(f"yolotui: error: {exc}", flush=True)
+            return 2
         raise
 
 
@@ -596,5 +627,5 @@ def _tail(lines: int = 15) -> str:
     return "\n".join(traceback.format_exc().splitlines()[-lines:])
 
 
-__all__ = ["EngineOverrides", "Trainer", "run_trainer", "drop_events_after", "transfer_weights",
+__all__ = ["EngineOverrides", "NonFiniteLoss", "Trainer", "run_trainer", "drop_events_after", "transfer_weights",
            "freeze_prefixes"]

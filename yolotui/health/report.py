@@ -52,6 +52,7 @@ class RunDiagnosis:
     notes: list[str] = field(default_factory=list)
     logind: LogindInfo | None = None
     deep: dict[str, Any] | None = None
+    launch_logout: dict[str, Any] | None = None  # run.yaml `logout`: how the supervisor was started (issue 7)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form."""
@@ -155,7 +156,19 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
     return RunDiagnosis(run_dir=str(run_dir), last=last, best=best, recommended=recommended, drift=drift,
                         environment=env_report, last_failure=last_failure, advice=advice,
                         recommended_checkpoint=chosen, state=state, notes=notes,
-                        logind=check_logind() if logind else None)
+                        logind=check_logind() if logind else None, launch_logout=_launch_logout(run_dir))
+
+
+def _launch_logout(run_dir: Path) -> dict[str, Any] | None:
+    """run.yaml's `logout` record (what the launcher applied), or None."""
+    import yaml
+
+    try:
+        data = yaml.safe_load((Path(run_dir) / RUN_YAML).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    record = data.get("logout") if isinstance(data, dict) else None
+    return record if isinstance(record, dict) else None
 
 
 def _verdict_lines(label: str, verdict: CheckpointVerdict) -> list[str]:
@@ -209,6 +222,11 @@ def render_text(diagnosis: RunDiagnosis) -> str:
         for issue in diagnosis.environment.issues:
             change = f"{_short(issue.recorded)} -> {_short(issue.now)}: " if issue.recorded is not None else ""
             lines.append(f"          {issue.severity}: {issue.what}: {change}{issue.advice}")
+    if diagnosis.launch_logout is not None:
+        record = diagnosis.launch_logout
+        lines.append(f"launched  {record.get('applied')}: {record.get('note')}")
+        if record.get("warning"):
+            lines.append(f"          warning: {record['warning']}")
     if diagnosis.logind is not None:
         lines.append(f"logout    {diagnosis.logind.strategy}: {diagnosis.logind.advice}")
     if diagnosis.deep is not None:

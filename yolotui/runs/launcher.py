@@ -6,8 +6,9 @@ reaches it. PYTHONPATH is prefixed with the folder holding this yolotui package,
 same code as the launcher, also from a checkout that is not installed. `launch` returns within about two
 seconds, once the supervisor holds RUN/.lock (or has failed to start, which raises UserError).
 
-Where systemd-logind kills a user's processes at logout, a new session is not enough: `session_guard` is the
-hook where that case is detected and the supervisor's argv wrapped (`systemd-run --user --scope ...`).
+Where systemd-logind kills a user's processes at logout, a new session is not enough: `session_guard` detects
+that case and wraps the supervisor's argv (`systemd-run --user --scope ...`), or records a warning with the
+`loginctl enable-linger` command; run.yaml's `logout` says which applied.
 """
 
 from __future__ import annotations
@@ -43,14 +44,15 @@ def supervisor_argv(run_dir: Path) -> list[str]:
     return [sys.executable, "-m", "yolotui.runs.supervisor", str(run_dir)]
 
 
-def session_guard(argv: list[str], run_dir: Path) -> tuple[list[str], str | None]:
-    """Hook (issue 7): make the supervisor survive logout where systemd-logind kills user processes.
+def session_guard(argv: list[str], run_dir: Path, name: str | None = None) -> tuple[list[str], dict[str, Any]]:
+    """Make the supervisor survive logout where systemd-logind kills user processes (yolotui/runs/logout.py).
 
-    Returns the argv to start and a note for supervisor.log (None when nothing was changed). Today it
-    returns `argv` unchanged: `setsid` is enough wherever KillUserProcesses is off or the user lingers.
-    The health stream's yolotui/health/logind.py decides when to prefix `systemd-run --user --scope`.
+    Returns the argv to start (prefixed with `systemd-run --user --scope` where needed and usable) and the
+    record kept in run.yaml under `logout`: applied, note, warning, and the logind facts.
     """
-    return argv, None
+    from yolotui.runs.logout import guard_supervisor
+
+    return guard_supervisor(argv, name or Path(run_dir).name)
 
 
 def check_command(command: Sequence[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> list[str]:
@@ -97,11 +99,13 @@ def launch(
     extra: dict[str, Any] | None = None,
     backoff_s: float = policy.DEFAULT_BACKOFF_S,
     cwd: Path | None = None,
+    restart: dict[str, Any] | None = None,
 ) -> RunStatus:
     """Start `command` as a supervised, detached run in `run_dir`; returns its status once supervised.
 
     `env` adds variables to the command's environment; `extra` adds options to run.yaml (e.g. `resume_args`,
-    `save_signal`, a backend's resolved options); `cwd` is the command's working folder (default: ours).
+    `save_signal`, a backend's resolved options); `cwd` is the command's working folder (default: ours);
+    `restart` adds restart settings (e.g. `min_batch`, `collective_timeout_s`, `backoff_max_s`; see remedies).
     Raises UserError for an unwritable folder, a bad name, a missing program or a run that is still live,
     always before anything detaches.
     """
@@ -134,10 +138,12 @@ def launch(
         "device": device,
         "env": env,
         "restart": {"max_attempts": int(max_attempts), "backoff_s": float(backoff_s),
-                    "backoff_max_s": policy.DEFAULT_BACKOFF_MAX_S},
+                    "backoff_max_s": policy.DEFAULT_BACKOFF_MAX_S, **(restart or {})},
         "created": time.time(),
         **extra,
     }
+    start_argv, logout_record = session_guard(supervisor_argv(run_dir), run_dir, name)
+    config["logout"] = logout_record  # how the supervisor survives logout, for the launch output and doctor
     write_run_config(run_dir, config)
     try:
         (run_dir / STOP_REQUEST).unlink()  # a stale request from an earlier life of this folder
@@ -151,12 +157,12 @@ def launch(
     child_env = dict(os.environ)
     root = str(package_root())
     child_env["PYTHONPATH"] = root + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
-    start_argv, note = session_guard(supervisor_argv(run_dir), run_dir)
     log_path = run_dir / SUPERVISOR_LOG
     with open(log_path, "ab") as log_file:
-        if note:
-            log_file.write(f"launcher: {note}\n".encode())
-            log_file.flush()
+        log_file.write(f"launcher: logout: {logout_record['note']}\n".encode())
+        if logout_record.get("warning"):
+            log_file.write(f"launcher: warning: {logout_record['warning']}\n".encode())
+        log_file.flush()
         proc = subprocess.Popen(  # an argv list, never a shell
             start_argv,
             stdin=subprocess.DEVNULL,

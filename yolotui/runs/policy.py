@@ -11,8 +11,9 @@ easy to test and to extend. The classes today:
 - the command could not be started        -> class `data` (a configuration error), no retry
 - any other nonzero exit                   -> class `crash`, retried while attempts < max_attempts
 
-A later stream adds the classes `oom`, `comm`, `nan`, `data` from the trainer's `error` events (see
-`classify_events`) with remedies that change the command: a remedy returns `changes`, and the command for the
+The trainer's `error` event of the attempt names the class first (oom, comm, nan, data, crash; see
+`classify_events`); yolotui/runs/remedies.py plans each class's remedy, which may change the command: a remedy
+returns `changes`, and the command for the
 next attempt is `command_for_attempt(run_config, attempt, changes)`, where the accumulated changes may set
 flags (`{"args": {"--batch-size": 8}}`) or environment variables (`{"env": {"NCCL_BLOCKING_WAIT": "1"}}`).
 On every retry the `resume_args` list from run.yaml (e.g. `["--resume"]`) is appended to the command.
@@ -39,6 +40,8 @@ DEFAULT_BACKOFF_MAX_S = 60.0
 
 # Exit codes a shell or a trainer uses to say "I was ended by this signal" (128 + signal number).
 _SIGNAL_EXIT_CODES = {128 + s: s for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL)}
+# Signals that end a process from outside; SIGSEGV, SIGABRT (e.g. NCCL's watchdog), SIGBUS ... are crashes.
+_OUTSIDE_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGQUIT})
 
 
 @dataclass
@@ -56,6 +59,7 @@ class Decision:
     failure_class: str | None = None
     state: str = FAILED
     message: str = ""
+    settings: dict[str, Any] = field(default_factory=dict)  # what the remedy changed: {name: [was, now]}
 
 
 def restart_settings(run_config: dict[str, Any]) -> tuple[int, float, float]:
@@ -95,8 +99,7 @@ def classify_events(events: list[dict[str, Any]]) -> tuple[str | None, str]:
     """The failure class and message named by the attempt's last `error` event, if any.
 
     The trainer writes `error` events with a `kind` (oom, comm, data, nan, io, crash); this returns the last
-    one. Remedies for oom/comm/nan are added by a later stream; today they are treated as the class says but
-    retried like a crash (data is never retried).
+    one; yolotui/runs/remedies.py maps the class to its remedy.
     """
     for event in reversed(events):
         if event.get("type") == "error":
@@ -108,15 +111,14 @@ def classify_events(events: list[dict[str, Any]]) -> tuple[str | None, str]:
 def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_attempt: list[dict[str, Any]]) -> Decision:
     """Decide what follows an attempt.
 
-    `record` is the attempt's entry in status.json's `attempts` plus two supervisor facts:
-    `stop_requested` (bool) and `signals_sent` (signal numbers the supervisor itself sent to the trainer).
+    `record` is the attempt's entry in status.json's `attempts` plus supervisor facts: `stop_requested` (bool),
+    `signals_sent` (signal numbers the supervisor itself sent to the trainer), and optionally `run_dir` and
+    `changes_so_far` (the remedies' accumulated changes), which remedies use.
     `run_config` is run.yaml; `events_since_attempt` are the events the attempt wrote.
     """
-    attempt = int(record.get("attempt") or 1)
     exit_code = record.get("exit_code")
     exit_signal = record.get("exit_signal")
     how = describe_exit(exit_code, exit_signal)
-    max_attempts, backoff, backoff_max = restart_settings(run_config)
 
     if record.get("stop_requested"):
         return Decision(retry=False, state=STOPPED, message=f"stopped on request ({how})")
@@ -124,34 +126,44 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
         return Decision(retry=False, state=FAILED, failure_class=DATA,
                         message=f"cannot start the command: {record['spawn_error']}",
                         remedy="fix the command (is it installed and on PATH?) and start a new run")
+    event_class, event_message = classify_events(events_since_attempt)
     if exit_signal is None and exit_code == 0:
         if any(e.get("type") == "stop" for e in events_since_attempt):
             # the yolotui trainer saves a checkpoint and exits 0 on SIGTERM/SIGINT from outside: resumable
             return Decision(retry=False, state=STOPPED, message="stopped by a signal after saving a checkpoint")
         return Decision(retry=False, state=FINISHED, message="finished (exit code 0)")
 
+    # The attempt's own error event first; then a signal nobody in yolotui sent; then the exit code (and the
+    # CUDA/NCCL messages in the log tail of a command that writes no events).
     sent = set(record.get("signals_sent") or ())
     outside_signal = exit_signal if exit_signal is not None else _SIGNAL_EXIT_CODES.get(exit_code)
-    if outside_signal is not None and outside_signal not in sent:
+    if event_class is None and outside_signal in _OUTSIDE_SIGNALS and outside_signal not in sent:
+        name = record.get("name") or run_config.get("name") or ""
         return Decision(retry=False, state=FAILED, failure_class=KILLED,
                         message=f"{how}, not sent by yolotui",
                         remedy="not retried: something outside yolotui ended it (the OOM killer, a `kill`, "
-                               "a shutdown); resume it when the cause is gone")
+                               f"a shutdown); resume it when the cause is gone: yolotui resume {name}".rstrip())
+    from yolotui.runs.failure_text import classify_text
 
-    event_class, event_message = classify_events(events_since_attempt)
-    failure_class = event_class or CRASH
+    log_class = None if event_class else classify_text(record.get("log_tail"))
+    failure_class = event_class or log_class or CRASH
+    if log_class and not event_message:
+        event_message = f"{log_class} error in the log: " + _matching_line(record.get("log_tail") or "", log_class)
     message = f"{how}: {event_message}" if event_message else how
-    if failure_class == DATA:
-        return Decision(retry=False, state=FAILED, failure_class=DATA, message=message,
-                        remedy="not retried: fix the data set or configuration named above")
-    if attempt < max_attempts:
-        delay = backoff_delay(attempt, backoff, backoff_max)
-        resume = " with " + " ".join(run_config["resume_args"]) if run_config.get("resume_args") else ""
-        return Decision(retry=True, delay_s=delay, failure_class=failure_class, message=message,
-                        state=FAILED,
-                        remedy=f"retry {attempt + 1}/{max_attempts}{resume} after {delay:g} s")
-    return Decision(retry=False, state=FAILED, failure_class=failure_class, message=message,
-                    remedy=f"not retried: attempt limit reached ({max_attempts})")
+    from yolotui.runs.remedies import plan_remedy  # remedies imports this module
+
+    return plan_remedy(failure_class, message, record, run_config, events_since_attempt,
+                       run_dir=record.get("run_dir"), changes_so_far=record.get("changes_so_far"))
+
+
+def _matching_line(text: str, failure_class: str) -> str:
+    """The last log line that shows `failure_class` (trimmed), for the message."""
+    from yolotui.runs.failure_text import classify_text
+
+    for line in reversed(text.splitlines()):
+        if classify_text(line) == failure_class:
+            return line.strip()[:300]
+    return ""
 
 
 def merge_changes(so_far: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +206,7 @@ def set_flag(argv: list[str], flag: str, value: Any) -> list[str]:
 def command_for_attempt(run_config: dict[str, Any], attempt: int, changes: dict[str, Any]) -> list[str]:
     """The argv for attempt `attempt` (1-based): the command, plus `resume_args` on retries, plus flag changes."""
     argv = [str(a) for a in run_config.get("command") or []]
-    if attempt > 1:
+    if attempt > 1 or run_config.get("resume_first"):  # resume_first: relaunched after an interruption
         argv += [str(a) for a in run_config.get("resume_args") or []]
     for flag, value in (changes.get("args") or {}).items():
         argv = set_flag(argv, flag, value)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.errors import UserError
-from yolotui.runs import lock, policy, procs
+from yolotui.runs import lock, policy, procs, remedies
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import EventFollower
 from yolotui.runs.layout import (
@@ -317,6 +317,7 @@ class Supervisor:
             events = EventFollower(self.run_dir / EVENTS_JSONL, offset=_size(self.run_dir / EVENTS_JSONL))
             self.marker(f"attempt {attempt}/{max_attempts} started {_now_iso()}: {_display(argv)}")
             self.signals_sent = []
+            log_offset = _size(self.run_dir / TRAIN_LOG)  # this attempt's output starts here
             spawn_error = None
             try:
                 self.spawn(argv, self.attempt_env(attempt, changes))
@@ -340,10 +341,15 @@ class Supervisor:
             self.status.trainer_pid = None
             attempt_events = [e for e in events.poll() if e.get("attempt", attempt) == attempt]
             facts = {**record, "stop_requested": self.stop_wanted() is not None,
-                     "signals_sent": list(self.signals_sent), "spawn_error": spawn_error}
+                     "signals_sent": list(self.signals_sent), "spawn_error": spawn_error,
+                     "run_dir": str(self.run_dir), "changes_so_far": changes, "name": self.status.name,
+                     "log_tail": _tail_text(self.run_dir / TRAIN_LOG, log_offset)}
             decision = policy.decide(facts, self.config, attempt_events)
             record.update(failure_class=decision.failure_class, message=decision.message,
-                          remedy=decision.remedy, changes=decision.changes)
+                          remedy=decision.remedy, changes=decision.changes, settings=decision.settings,
+                          retry_at=time.time() + decision.delay_s if decision.retry else None)
+            if decision.failure_class is not None:  # issue 7: every classified failure is also an event
+                remedies.record_remedy_event(self.run_dir, attempt, decision)
             how = policy.describe_exit(record["exit_code"], record["exit_signal"])
             self.marker(f"attempt {attempt} ended {_now_iso()}: {how}; {decision.remedy or decision.state}")
             log(f"attempt {attempt} ended: {how} -> {decision.failure_class or decision.state}; {decision.remedy}")
@@ -352,7 +358,8 @@ class Supervisor:
                 return 0
             changes = policy.merge_changes(changes, decision.changes)
             self.status.remedies.append({"attempt": attempt + 1, "failure_class": decision.failure_class,
-                                         "remedy": decision.remedy, "changes": decision.changes})
+                                         "remedy": decision.remedy, "changes": decision.changes,
+                                         "settings": decision.settings})
             self.status.state = RESTARTING
             self.status.message = f"{decision.message}; {decision.remedy}"
             self.status.failure_class = decision.failure_class
@@ -377,6 +384,17 @@ class Supervisor:
 def _display(argv: list[str]) -> str:
     """The command as one shell-quoted line (newlines shown as \\n) for logs and markers."""
     return shlex.join(argv).replace("\n", "\\n")
+
+
+def _tail_text(path: Path, offset: int, limit: int = 16384) -> str:
+    """The last `limit` bytes of `path` written after `offset`, as text."""
+    try:
+        with open(path, "rb") as handle:
+            end = handle.seek(0, os.SEEK_END)
+            handle.seek(max(offset, end - limit))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _size(path: Path) -> int:

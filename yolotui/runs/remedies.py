@@ -1,0 +1,222 @@
+"""Remedies: what the supervisor changes before retrying a failed attempt, by failure class (DESIGN.md).
+
+| class  | remedy                                                                                        |
+| ------ | --------------------------------------------------------------------------------------------- |
+| oom    | resume with half the batch and twice the accumulation (same images per optimizer step), with   |
+|        | PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True; below `restart.min_batch` stop and say what  |
+|        | to try instead                                                                                 |
+| comm   | resume after exponential backoff with NCCL async error handling, blocking wait and a collective |
+|        | timeout set (the variable names the installed torch reads)                                      |
+| nan    | resume from weights/last.pt, the last checkpoint written with finite losses (the trainer never |
+|        | replaces it with a diverged state), with the learning rate halved (--lr-scale)                 |
+| data   | stop, no retry: the message names the file and line                                            |
+| crash  | resume with backoff, up to the attempt limit                                                   |
+
+`killed` (a signal yolotui did not send) is decided in policy.decide: never retried, offered for resume.
+Every remedy is bounded by the attempt limit (`restart.max_attempts` in run.yaml). `plan_remedy` is a pure
+function of what the supervisor saw (plus the run's last.pt manifest, read for the message), torch-free.
+
+run.yaml `restart` settings read here: max_attempts, backoff_s, backoff_max_s, min_batch (default 1),
+collective_timeout_s (default 600).
+"""
+
+from __future__ import annotations
+
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from yolotui.runs import policy
+from yolotui.runs.atomic import read_json
+from yolotui.runs.events import EventWriter
+from yolotui.runs.layout import EVENTS_JSONL, FAILED, LAST_PT, manifest_path, weights_dir
+
+NOMINAL_BATCH = 64  # the official trainer's nominal batch: accumulation = round(64 / batch) by default
+DEFAULT_MIN_BATCH = 1
+DEFAULT_COLLECTIVE_TIMEOUT_S = 600
+EXPANDABLE = "expandable_segments:True"
+BATCH_FLAGS = ("--batch-size", "--batch")
+BACKENDS_WITH_ENGINE_FLAGS = frozenset({"yolotui"})  # commands that take --accumulate and --lr-scale
+
+
+# ------------------------------------------------------------------------------------ facts of the attempt
+
+def start_event(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The attempt's `start` event (the settings it really ran with), or {}."""
+    for event in events:
+        if event.get("type") == "start":
+            return event
+    return {}
+
+
+def flag_value(argv: list[str], flags: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(flag, value) of the last of `flags` present in `argv` (`--f v` or `--f=v`), else (None, None)."""
+    found: tuple[str | None, str | None] = (None, None)
+    for i, token in enumerate(argv):
+        for flag in flags:
+            if token == flag and i + 1 < len(argv):
+                found = (flag, argv[i + 1])
+            elif token.startswith(flag + "="):
+                found = (flag, token.split("=", 1)[1])
+    return found
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def current_batch(record: dict[str, Any], run_config: dict[str, Any], events: list[dict[str, Any]]) \
+        -> tuple[str, int | None, int | None]:
+    """(batch flag to set, batch size, accumulation) of the failed attempt: its start event, else its command."""
+    command = [str(a) for a in record.get("command") or run_config.get("command") or []]
+    flag, value = flag_value(command, BATCH_FLAGS)
+    start = start_event(events)
+    batch = _int((start.get("config") or {}).get("batch_size")) or _int(value) \
+        or _int((run_config.get("options") or {}).get("batch_size"))
+    accumulate = _int(start.get("accumulate")) or _int(flag_value(command, ("--accumulate",))[1])
+    if accumulate is None and batch:
+        accumulate = max(round(NOMINAL_BATCH / batch), 1)
+    return flag or "--batch-size", batch, accumulate
+
+
+def last_checkpoint(run_dir: Path | None) -> dict[str, Any] | None:
+    """The manifest of RUN/weights/last.pt (epoch, step, ...) or None."""
+    if run_dir is None:
+        return None
+    manifest = read_json(manifest_path(weights_dir(Path(run_dir)) / LAST_PT))
+    return manifest if isinstance(manifest, dict) else None
+
+
+# ------------------------------------------------------------------------------------- torch's variables
+
+def torch_version() -> tuple[int, int]:
+    """(major, minor) of the installed torch, read from its package metadata (torch is not imported)."""
+    try:
+        parts = metadata.version("torch").split("+")[0].split(".")
+        return int(parts[0]), int(parts[1])
+    except (metadata.PackageNotFoundError, ValueError, IndexError):
+        return (0, 0)
+
+
+def nccl_env_names(version: tuple[int, int] | None = None) -> tuple[str, str]:
+    """(async error handling, blocking wait) variable names: TORCH_NCCL_* since torch 2.2, NCCL_* before."""
+    version = torch_version() if version is None else version
+    prefix = "TORCH_NCCL_" if version >= (2, 2) or version == (0, 0) else "NCCL_"
+    return prefix + "ASYNC_ERROR_HANDLING", prefix + "BLOCKING_WAIT"
+
+
+def alloc_conf_names(version: tuple[int, int] | None = None) -> list[str]:
+    """PYTORCH_CUDA_ALLOC_CONF, plus PYTORCH_ALLOC_CONF where the installed torch reads that name (2.9+)."""
+    version = torch_version() if version is None else version
+    return ["PYTORCH_CUDA_ALLOC_CONF"] + (["PYTORCH_ALLOC_CONF"] if version >= (2, 9) else [])
+
+
+def with_expandable(value: str | None) -> str:
+    """An allocator config string with expandable_segments:True (other options kept)."""
+    options = [o for o in (value or "").split(",") if o.strip() and not o.strip().startswith("expandable_segments")]
+    return ",".join([EXPANDABLE, *options])
+
+
+# --------------------------------------------------------------------------------------------- planning
+
+def _retry_text(attempt: int, max_attempts: int, delay: float) -> str:
+    return f"retry {attempt + 1}/{max_attempts} after {delay:g} s"
+
+
+def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_config: dict[str, Any],
+                events: list[dict[str, Any]], run_dir: Path | None = None,
+                changes_so_far: dict[str, Any] | None = None) -> policy.Decision:
+    """The decision for a failed attempt of class oom, comm, nan, data or crash (see the module table)."""
+    attempt = int(record.get("attempt") or 1)
+    max_attempts, backoff, backoff_max = policy.restart_settings(run_config)
+    restart = run_config.get("restart") or {}
+    so_far = changes_so_far or {}
+    engine = run_config.get("backend") in BACKENDS_WITH_ENGINE_FLAGS
+
+    if failure_class == policy.DATA:
+        return policy.Decision(retry=False, state=FAILED, failure_class=policy.DATA, message=message,
+                               remedy="not retried: fix the data set or configuration named above, then resume")
+
+    changes: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
+    what = ""
+    delay = policy.backoff_delay(attempt, backoff, backoff_max)
+    if failure_class == policy.OOM:
+        flag, batch, accumulate = current_batch(record, run_config, events)
+        world = max(1, _int(start_event(events).get("world_size")) or 1)  # DDP: the batch is split over ranks
+        min_batch = max(world, int(restart.get("min_batch", DEFAULT_MIN_BATCH)))
+        new_batch = (batch // 2) // world * world if batch else 0
+        if batch is None or new_batch < min_batch:
+            at = f"batch {batch}" if batch else "this batch size"
+            return policy.Decision(
+                retry=False, state=FAILED, failure_class=policy.OOM, message=message,
+                remedy=(f"not retried: out of memory at {at}, and half of it is below the minimum batch "
+                        f"{min_batch}; try a smaller --img, a smaller model (e.g. --cfg yolov9-t or gelan-s), "
+                        "fewer --workers or no --cache, and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                        "(yolotui set it on its retries)"))
+        new_accumulate = max(1, round((accumulate or 1) * batch / new_batch))  # twice, when the batch halves
+        changes["args"] = {flag: new_batch}
+        settings["batch_size"] = [batch, new_batch]
+        if engine:
+            changes["args"]["--accumulate"] = new_accumulate
+            settings["accumulate"] = [accumulate, new_accumulate]
+        env_now = {**(run_config.get("env") or {}), **(so_far.get("env") or {})}
+        changes["env"] = {}
+        for name in alloc_conf_names():
+            value = with_expandable(env_now.get(name))
+            changes["env"][name] = value
+            settings[name] = [env_now.get(name), value]
+        delay = backoff  # the settings change, not the machine: no need to wait longer each time
+        what = (f"resume with batch {new_batch} (was {batch})"
+                + (f" and accumulation {new_accumulate} (was {accumulate}), the same images per optimizer step"
+                   if engine else "")
+                + f", {EXPANDABLE} in {' and '.join(alloc_conf_names())}")
+    elif failure_class == policy.COMM:
+        async_name, blocking_name = nccl_env_names()
+        timeout_s = int(restart.get("collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S))
+        # YOLOTUI_DDP_TIMEOUT_MIN: the engine's process-group timeout (yolotui/engine/ddp.py)
+        changes["env"] = {async_name: "1", blocking_name: "1", "YOLOTUI_DDP_TIMEOUT_MIN": f"{timeout_s / 60:g}"}
+        settings = {name: [(so_far.get("env") or {}).get(name), value] for name, value in changes["env"].items()}
+        what = (f"resume after {delay:g} s backoff with {async_name}=1, {blocking_name}=1 and a {timeout_s} s "
+                "collective timeout")
+    elif failure_class == policy.NAN:
+        start = start_event(events)
+        flag_scale = flag_value([str(a) for a in record.get("command") or []], ("--lr-scale",))[1]
+        scale = float(start.get("lr_scale") or flag_scale or 1.0)
+        checkpoint = last_checkpoint(run_dir)
+        source = (f"weights/last.pt (epoch {checkpoint.get('epoch')}, batch {checkpoint.get('step')}), the last "
+                  "checkpoint with finite losses" if checkpoint else "the start (no checkpoint was written yet)")
+        if engine:
+            changes["args"] = {"--lr-scale": scale / 2}
+            settings["lr_scale"] = [scale, scale / 2]
+            what = f"resume from {source} with the learning rate halved (lr scale {scale:g} -> {scale / 2:g})"
+        else:
+            what = f"resume from {source} (this command takes no learning-rate override)"
+        delay = backoff
+    else:
+        failure_class = policy.CRASH if failure_class not in (policy.CRASH, "io") else failure_class
+        what = "resume" + (" with " + " ".join(run_config["resume_args"]) if run_config.get("resume_args") else "")
+
+    if attempt >= max_attempts:
+        return policy.Decision(retry=False, state=FAILED, failure_class=failure_class, message=message,
+                               remedy=f"not retried: attempt limit reached ({max_attempts}); "
+                                      f"the remedy would have been: {what}")
+    return policy.Decision(retry=True, delay_s=delay, changes=changes, settings=settings,
+                           failure_class=failure_class, message=message, state=FAILED,
+                           remedy=f"{what}; {_retry_text(attempt, max_attempts, delay)}")
+
+
+def record_remedy_event(run_dir: Path, attempt: int, decision: policy.Decision) -> None:
+    """Append a `remedy` event (class, message, remedy, changed settings, retry time) to events.jsonl.
+
+    Written by the supervisor between attempts, when no trainer is writing.
+    """
+    EventWriter(Path(run_dir) / EVENTS_JSONL, attempt).emit(
+        "remedy", failure_class=decision.failure_class, message=decision.message, remedy=decision.remedy,
+        retry=decision.retry, delay_s=decision.delay_s, settings=decision.settings, changes=decision.changes,
+        next_attempt=attempt + 1 if decision.retry else None,
+        retry_at=round(time.time() + decision.delay_s, 3) if decision.retry else None)

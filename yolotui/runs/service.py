@@ -1,0 +1,204 @@
+"""Surviving a reboot or a container restart: resume interrupted runs, and the systemd user unit that does it.
+
+An *interrupted* run is one whose status.json says it is live (queued, running, restarting, stopping) while
+no supervisor holds its lock: the machine rebooted, the container restarted, or the supervisor was killed.
+`resume_interrupted()` relaunches every such run in the user's index with a new supervisor: the same
+run.yaml (restart policy, environment, backend), the command of its last attempt (so the remedies' changes,
+such as a halved batch or a lower learning rate, are kept) and the environment changes of its remedies. The
+trainer continues from weights/last.pt; a command with `resume_args` in run.yaml gets them at once.
+
+`unit_text()` / `install_unit()` write ~/.config/systemd/user/yolotui-resume.service, a oneshot unit that runs
+`yolotui resume --interrupted` when the user's systemd manager starts (at boot with lingering on).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from yolotui.errors import UserError
+from yolotui.runs import index, policy
+from yolotui.runs.layout import INTERRUPTED
+from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config
+from yolotui.runs.status import effective_state, read_status
+
+UNIT_NAME = "yolotui-resume.service"
+
+
+@dataclass
+class ResumeResult:
+    """What happened to one interrupted run."""
+
+    run_dir: str
+    name: str
+    resumed: bool
+    message: str
+
+
+def interrupted_runs() -> list[Path]:
+    """Run folders in the user's index whose status says live while no supervisor holds the lock."""
+    found = []
+    for entry in index.entries():
+        run_dir = Path(entry.path)
+        if (run_dir / "status.json").exists() and effective_state(run_dir) == INTERRUPTED:
+            found.append(run_dir)
+    return found
+
+
+def _strip_suffix(argv: list[str], suffix: list[str]) -> list[str]:
+    if suffix and len(argv) >= len(suffix) and argv[-len(suffix):] == suffix:
+        return argv[: -len(suffix)]
+    return argv
+
+
+def relaunch_plan(run_dir: Path) -> dict[str, Any]:
+    """The launch() arguments that continue an interrupted run (see the module docstring)."""
+    run_dir = Path(run_dir)
+    config = read_run_config(run_dir)
+    status = read_status(run_dir)
+    resume_args = [str(a) for a in config.get("resume_args") or []]
+    command = [str(a) for a in config["command"]]
+    env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
+    previous: dict[str, Any] = {"state": status.state if status else None, "attempt": status.attempt if status else 0}
+    if status is not None and status.attempts:
+        last = status.attempts[-1]
+        if last.get("command"):
+            command = _strip_suffix([str(a) for a in last["command"]], resume_args)
+        for remedy in status.remedies or []:
+            env.update({str(k): str(v) for k, v in ((remedy.get("changes") or {}).get("env") or {}).items()})
+    max_attempts, backoff_s, _ = policy.restart_settings(config)
+    restart = {k: v for k, v in (config.get("restart") or {}).items() if k not in ("max_attempts", "backoff_s")}
+    extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS and k != "logout"}
+    extra["resume_first"] = bool(resume_args)
+    extra["resumed_after_interrupt"] = {"at": time.time(), "previous_state": previous["state"],
+                                        "previous_attempt": previous["attempt"]}
+    return {"command": command, "name": str(config.get("name") or run_dir.name),
+            "backend": str(config.get("backend") or "exec"), "device": config.get("device"),
+            "max_attempts": max_attempts, "env": env, "extra": extra, "backoff_s": backoff_s,
+            "cwd": Path(config["cwd"]) if config.get("cwd") else None, "restart": restart}
+
+
+def relaunch(run_dir: Path) -> None:
+    """Start a new supervisor for an interrupted run (UserError when it cannot be, e.g. it is live again)."""
+    from yolotui.runs.launcher import launch
+
+    launch(Path(run_dir), **relaunch_plan(run_dir))
+
+
+def resume_interrupted() -> list[ResumeResult]:
+    """Relaunch every interrupted run of the user; one result per run, in index order."""
+    results = []
+    for run_dir in interrupted_runs():
+        status = read_status(run_dir)
+        name = status.name if status and status.name else run_dir.name
+        try:
+            relaunch(run_dir)
+        except (UserError, OSError, ValueError) as exc:
+            results.append(ResumeResult(str(run_dir), name, False, str(exc)))
+            continue
+        results.append(ResumeResult(str(run_dir), name, True, f"resumed {name} ({run_dir})"))
+    return results
+
+
+# ------------------------------------------------------------------------------------------ systemd unit
+
+def user_unit_dir() -> Path:
+    """~/.config/systemd/user (or $XDG_CONFIG_HOME/systemd/user)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "systemd" / "user"
+
+
+def unit_path() -> Path:
+    """Where the resume unit is written."""
+    return user_unit_dir() / UNIT_NAME
+
+
+def _quote(word: str) -> str:
+    """A systemd command-line word: quoted when it holds spaces or quotes, with % and \\ escaped."""
+    escaped = word.replace("\\", "\\\\").replace("%", "%%")
+    if any(c in escaped for c in " \t\"'"):
+        return '"' + escaped.replace('"', '\\"') + '"'
+    return escaped
+
+
+def resume_command(python: str | None = None) -> list[str]:
+    """The command the unit runs: this Python, `-m yolotui resume --interrupted`."""
+    return [python or sys.executable, "-m", "yolotui", "resume", "--interrupted"]
+
+
+def unit_text(python: str | None = None, package_root: Path | None = None,
+              environment: dict[str, str] | None = None) -> str:
+    """The text of yolotui-resume.service.
+
+    PYTHONPATH names the folder holding this yolotui package (so an uninstalled checkout works) and
+    YOLOTUI_HOME is kept when set, so the unit sees the same run index as the user.
+    """
+    if package_root is None:
+        from yolotui.runs.launcher import package_root as _root
+
+        package_root = _root()
+    env = {"PYTHONPATH": str(package_root)}
+    home = os.environ.get("YOLOTUI_HOME")
+    if home:
+        env["YOLOTUI_HOME"] = home
+    env.update(environment or {})
+    lines = [
+        "# Written by `yolotui service install`: resumes interrupted yolotui runs when your systemd user",
+        "# manager starts (at boot when lingering is on: loginctl enable-linger $USER).",
+        "[Unit]",
+        "Description=Resume interrupted yolotui training runs",
+        # no After=default.target: default.target is ordered after what it wants, that would be a cycle
+        "",
+        "[Service]",
+        "Type=oneshot",
+        # The supervisors it starts are detached and must outlive this oneshot's main process.
+        "RemainAfterExit=yes",
+        "KillMode=process",
+        *[f"Environment={_quote(f'{k}={v}')}" for k, v in env.items()],
+        "WorkingDirectory=%h",
+        "ExecStart=" + " ".join(_quote(w) for w in resume_command(python)),
+        "",
+        "[Install]",
+        "WantedBy=default.target",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def install_unit(dry_run: bool = False, python: str | None = None) -> tuple[Path, str, bool]:
+    """Write the unit (unless `dry_run`); returns (path, text, written)."""
+    path = unit_path()
+    text = unit_text(python)
+    if dry_run:
+        return path, text, False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        from yolotui.runs.atomic import atomic_write_text
+
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}; check the folder's permissions or use --dry-run "
+                        "and write it yourself") from exc
+    return path, text, True
+
+
+def enable_instructions(user: str | None = None) -> list[str]:
+    """The commands that enable the unit, and lingering so it runs at boot before anyone logs in."""
+    user = user or os.environ.get("USER") or "$USER"
+    return [
+        "systemctl --user daemon-reload",
+        f"systemctl --user enable {UNIT_NAME}",
+        f"loginctl enable-linger {user}    # so it runs at boot, before you log in",
+    ]
+
+
+DOCKER_ADVICE = (
+    "In a container there is no systemd: start the container with `docker run --restart unless-stopped ...` "
+    "(or `restart: unless-stopped` in compose) and make its command run `yolotui resume --interrupted` "
+    "first, then keep PID 1 alive (e.g. `sh -c 'yolotui resume --interrupted; exec sleep infinity'`); keep "
+    "the run folders and the yolotui state folder (YOLOTUI_HOME) on a volume so they outlive the container."
+)
