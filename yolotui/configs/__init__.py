@@ -51,3 +51,6 @@ def model_summaries() -> dict[str, dict]:
         return json.loads((MODELS_DIR / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+
+
+from yolotui.configs.hyp import resolve_hyp  # noqa: E402,F401  (trainer stream)

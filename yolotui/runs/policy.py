@@ -125,6 +125,9 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
                         message=f"cannot start the command: {record['spawn_error']}",
                         remedy="fix the command (is it installed and on PATH?) and start a new run")
     if exit_signal is None and exit_code == 0:
+        if any(e.get("type") == "stop" for e in events_since_attempt):
+            # the yolotui trainer saves a checkpoint and exits 0 on SIGTERM/SIGINT from outside: resumable
+            return Decision(retry=False, state=STOPPED, message="stopped by a signal after saving a checkpoint")
         return Decision(retry=False, state=FINISHED, message="finished (exit code 0)")
 
     sent = set(record.get("signals_sent") or ())

@@ -66,7 +66,8 @@ class Conv(nn.Module):
 def fuse_conv_and_bn(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
     """A biased Conv2d equal to `bn(conv(x))` with the BN's running statistics."""
     fused = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
-                      conv.dilation, conv.groups, bias=True).requires_grad_(False).to(conv.weight.device)
+                      conv.dilation, conv.groups, bias=True).requires_grad_(False)
+    fused.to(device=conv.weight.device, dtype=conv.weight.dtype)
     scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
     with torch.no_grad():
         fused.weight.copy_(conv.weight * scale.view(-1, 1, 1, 1))
@@ -132,7 +133,7 @@ class RepConvN(nn.Module):
         k3 = fuse_conv_and_bn(self.conv1.conv, self.conv1.bn) if hasattr(self.conv1, "bn") else self.conv1.conv
         k1 = fuse_conv_and_bn(self.conv2.conv, self.conv2.bn) if hasattr(self.conv2, "bn") else self.conv2.conv
         conv = nn.Conv2d(self.c1, self.c2, 3, k3.stride, k3.padding, groups=self.g,
-                         bias=True).requires_grad_(False).to(k3.weight.device)
+                         bias=True).requires_grad_(False).to(device=k3.weight.device, dtype=k3.weight.dtype)
         with torch.no_grad():
             conv.weight.copy_(k3.weight + F.pad(k1.weight, [1, 1, 1, 1]))
             b3 = k3.bias if k3.bias is not None else 0

@@ -1,0 +1,72 @@
+"""`yolotui demo`: generate the demo data set if absent, start a short detached training run, and follow it.
+
+The run trains a small model (gelan-t by default, 256 px, a few epochs) on coloured shapes generated locally,
+so it needs no download and finishes in minutes on a laptop CPU. It opens the dashboard when the TUI is
+available, else (or with --no-tui) follows in plain text. Quitting either never stops the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+DEMO_MODEL = "gelan-t"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Demo knobs (defaults give a few minutes of CPU training)."""
+    parser.add_argument("--data-dir", default=None, help="where the demo data set lives (default: state dir)")
+    parser.add_argument("--cfg", default=DEMO_MODEL, help=f"model (default {DEMO_MODEL})")
+    parser.add_argument("--epochs", type=int, default=10, help="epochs (default 10)")
+    parser.add_argument("--batch-size", "--batch", dest="batch_size", type=int, default=16)
+    parser.add_argument("--imgsz", "--img", dest="imgsz", type=int, default=256)
+    parser.add_argument("--device", default="", help="default: first GPU, else cpu")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--project", default="runs/train", help="parent folder of the run (default runs/train)")
+    parser.add_argument("--name", default="demo")
+    parser.add_argument("--no-tui", action="store_true", help="follow in plain text instead of the dashboard")
+    parser.add_argument("--detach", action="store_true", help="start the run and return at once")
+
+
+def demo_data(folder: Path) -> Path:
+    """The demo data.yaml in `folder`, generated on first use."""
+    from yolotui.datasets import make_demo_dataset
+
+    yaml_path = folder / "data.yaml"
+    if yaml_path.is_file():
+        return yaml_path
+    print(f"generating the demo data set in {folder} ...")
+    return Path(make_demo_dataset(folder))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Data, launch, then dashboard or plain-text follow."""
+    from yolotui.commands._launch import start_training
+    from yolotui.commands.train import prepare_run
+    from yolotui.runs import index
+
+    folder = Path(args.data_dir).expanduser() if args.data_dir else index.home_dir() / "demo-data"
+    data_yaml = demo_data(folder)
+    given = {"data": str(data_yaml), "cfg": args.cfg, "epochs": args.epochs, "batch_size": args.batch_size,
+             "imgsz": args.imgsz, "device": args.device, "workers": args.workers, "project": args.project,
+             "name": args.name, "close_mosaic": max(1, args.epochs // 3), "patience": 0,
+             "save_period_min": 2.0}
+    run_dir, opt, _hyp, warnings = prepare_run(given)
+    for warning in warnings:
+        print(f"warning: {warning}")
+    start_training(run_dir, opt)
+    print(f"started demo run {run_dir.name}: {run_dir}")
+    if args.detach:
+        print(f"follow it with: yolotui attach {run_dir}")
+        return 0
+    if not args.no_tui:
+        try:
+            from yolotui.tui.app import run_app
+        except ImportError:
+            run_app = None
+        if run_app is not None:
+            return int(run_app(run_dir) or 0)
+    from yolotui.commands._progress import follow
+
+    follow(run_dir)
+    return 0

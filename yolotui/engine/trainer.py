@@ -1,0 +1,605 @@
+"""The trainer process: trains one run directory, writing events, results, checkpoints (DESIGN.md).
+
+`python -m yolotui.engine train --run-dir RUN` reads RUN/opt.yaml and RUN/hyp.yaml. When RUN/weights/last.pt
+exists it resumes from it exactly: model, EMA, optimizer (and accumulated gradients), scaler, RNG, early-stop
+state, and the position inside the interrupted epoch; results rows and events past the checkpoint are dropped.
+The only options a resume may change come on the command line: --epochs (extend; the LR schedule is re-planned
+for the new total, continuing at the current epoch), --batch-size (accumulation re-derived, nominal batch 64
+kept), --device, --workers.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from yolotui.config import load_hyp, load_yaml, opt_yaml_dict, parse_freeze, save_yaml
+from yolotui.engine import checkpoint as ckpt_io
+from yolotui.engine import components, ddp
+from yolotui.engine.ema import ModelEMA, unwrap
+from yolotui.engine.optim import accumulation_steps, build_optimizer, scaled_weight_decay
+from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
+from yolotui.engine.signals import SignalRequests
+from yolotui.errors import UserError
+from yolotui.runs import layout
+from yolotui.runs.events import EventWriter, read_events
+from yolotui.runs.results import append_row, truncate_after
+
+BATCH_EVENT_INTERVAL_S = 0.3  # at most ~3 batch events a second
+LOG_INTERVAL_S = 10.0  # progress lines in train.log (the events carry every detail)
+GRAD_CLIP_NORM = 10.0
+
+
+@dataclass
+class EngineOverrides:
+    """Options a launch or resume may set on the trainer's command line (None = keep)."""
+
+    epochs: int | None = None
+    batch_size: int | None = None
+    device: str | None = None
+    workers: int | None = None
+
+
+def select_device(device: str) -> torch.device:
+    """'cpu', '' (first GPU if any), '0', '0,1' (first of them here) -> torch.device; UserError if absent."""
+    text = (device or "").strip().lower()
+    if text == "cpu" or (text == "" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    first = text.replace("cuda:", "").split(",")[0] or "0"
+    if not torch.cuda.is_available() or int(first) >= torch.cuda.device_count():
+        raise UserError(f"--device {device}: no such CUDA device here; use --device cpu")
+    return torch.device(f"cuda:{int(first)}")
+
+
+def seed_everything(seed: int, deterministic: bool) -> None:
+    """Seed python, numpy and torch; make kernels deterministic where torch can."""
+    import random
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+
+
+def read_attempt(run_dir: Path) -> int:
+    """The supervisor's attempt number (YOLOTUI_ATTEMPT, else status.json, else 1)."""
+    value = os.environ.get("YOLOTUI_ATTEMPT")
+    if value and value.isdigit():
+        return int(value)
+    from yolotui.runs.status import read_status
+
+    status = read_status(run_dir)
+    return max(1, int(status.attempt)) if status and status.attempt else 1
+
+
+def freeze_prefixes(freeze: list[int] | str, backbone_layers: int) -> list[str]:
+    """Parameter-name prefixes to freeze: official rule (one N = layers 0..N-1, several = those), or the backbone."""
+    if freeze == "backbone":
+        layers: list[int] = list(range(backbone_layers))
+    elif len(freeze) > 1:
+        layers = list(freeze)
+    else:
+        layers = list(range(freeze[0])) if freeze else []
+    return [f"model.{i}." for i in layers]
+
+
+def transfer_weights(model: nn.Module, source: dict[str, torch.Tensor]) -> tuple[int, int, list[str]]:
+    """Copy the tensors of `source` whose name and shape match; returns (transferred, total, skipped names)."""
+    target = model.state_dict()
+    matched = {k: v for k, v in source.items() if k in target and tuple(v.shape) == tuple(target[k].shape)}
+    skipped = sorted(k for k in source if k in target and k not in matched)
+    model.load_state_dict(matched, strict=False)
+    return len(matched), len(target), skipped
+
+
+class Trainer:
+    """One training process for one run directory."""
+
+    def __init__(self, run_dir: Path, overrides: EngineOverrides | None = None) -> None:
+        self.run_dir = Path(run_dir).resolve()
+        self.overrides = overrides or EngineOverrides()
+        self.weights_dir = layout.weights_dir(self.run_dir)
+        self.last_path = self.weights_dir / layout.LAST_PT
+        self.best_path = self.weights_dir / layout.BEST_PT
+        self.dist = ddp.dist_info()
+        self.events: Any = (EventWriter(self.run_dir / layout.EVENTS_JSONL, read_attempt(self.run_dir))
+                            if self.dist.main else _NoEvents())
+        self.requests = SignalRequests()
+        self.save_period_s = 600.0
+        self.last_save_time = time.monotonic()
+        self.last_log_time = 0.0
+        self.last_metrics: dict[str, float] = {}
+
+    # ------------------------------------------------------------------------------------------ setup
+
+    def _log(self, message: str) -> None:
+        if self.dist.main:
+            print(message, flush=True)
+
+    def _load_options(self) -> None:
+        self.opt = load_yaml(self.run_dir / layout.OPT_YAML, "opt.yaml")
+        hyp_file = self.run_dir / layout.HYP_YAML
+        self.hyp = load_hyp(hyp_file) if hyp_file.exists() else load_hyp(Path(self.opt["hyp"]))
+        self.opt["freeze"] = parse_freeze(self.opt.get("freeze", [0]))
+        self.resume_ckpt: dict[str, Any] | None = None
+        if self.last_path.exists():
+            try:
+                self.resume_ckpt = ckpt_io.load_checkpoint(self.last_path)
+            except Exception as exc:
+                raise UserError(f"{self.last_path}: cannot load it to resume ({exc}); run yolotui doctor") from exc
+        ov = self.overrides
+        if self.resume_ckpt is not None:
+            saved = self.resume_ckpt["opt"]
+            planned = int(self.resume_ckpt["epochs"])
+            self.opt = {**self.opt, **{k: v for k, v in saved.items() if k not in ("batch_size", "device", "workers")}}
+            self.opt["freeze"] = parse_freeze(self.opt.get("freeze", [0]))
+            self.opt["epochs"] = planned
+            self.hyp = dict(self.resume_ckpt["hyp"])
+        if ov.epochs is not None:
+            self.opt["epochs"] = int(ov.epochs)
+        if ov.batch_size is not None:
+            self.opt["batch_size"] = int(ov.batch_size)
+        if ov.device is not None:
+            self.opt["device"] = ov.device
+        if ov.workers is not None:
+            self.opt["workers"] = int(ov.workers)
+        self.epochs = int(self.opt["epochs"])
+        self.batch_size = int(self.opt["batch_size"])
+
+    def _build_model(self) -> None:
+        nc, names = self.nc, self.names
+        self.transfer_note = None
+        if self.resume_ckpt is not None:
+            model = components.build_model(self.resume_ckpt["model_yaml"], nc=int(self.resume_ckpt["nc"]))
+            model.load_state_dict(self.resume_ckpt["model"])
+        elif self.opt.get("weights"):
+            source = ckpt_io.load_checkpoint(Path(self.opt["weights"])) if _is_yolotui(self.opt["weights"]) else None
+            if source is None:
+                raise UserError(f"--weights {self.opt['weights']}: not a yolotui checkpoint; official .pt files hold "
+                                "pickled code and are not loaded")
+            cfg = self.opt.get("cfg") or source["model_yaml"]
+            model = components.build_model(cfg, nc=nc)
+            weights = source.get("ema") or source["model"]
+            done, total, skipped = transfer_weights(model, weights)
+            self.transfer_note = {"transferred": done, "total": total, "reinitialised": skipped,
+                                  "source_nc": int(source.get("nc", nc))}
+            self._log(f"Transferred {done}/{total} items from {self.opt['weights']}"
+                      + (f"; re-initialised {len(skipped)} (class count {source.get('nc')} -> {nc})" if skipped else ""))
+        else:
+            model = components.build_model(self.opt["cfg"], nc=nc)
+        model.names = names
+        prefixes = freeze_prefixes(self.opt["freeze"], int(getattr(model, "backbone_layers", 0)))
+        self.frozen = 0
+        for name, param in model.named_parameters():
+            if any(name.startswith(p) for p in prefixes):
+                param.requires_grad_(False)
+                self.frozen += 1
+        if self.frozen:
+            self._log(f"Froze {self.frozen} parameter tensors ({len(prefixes)} layers)")
+        self.model = model.to(self.device)
+        if self.cuda:
+            self.model = self.model.to(memory_format=torch.channels_last)
+        if self.dist.distributed:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.dist.local_rank] if self.cuda else None
+            self.model = DistributedDataParallel(self.model, device_ids=ids, output_device=ids[0] if ids else None)
+
+    def setup(self) -> None:
+        """Read options, data and model; restore a checkpoint when one exists."""
+        for stale in self.weights_dir.glob(".*.tmp"):  # temp files of a write killed before its replace
+            stale.unlink(missing_ok=True)
+        self._load_options()
+        seed_everything(int(self.opt["seed"]) + 1 + self.dist.rank, deterministic=True)
+        self.device = select_device(str(self.opt.get("device", "")))
+        self.cuda = self.device.type == "cuda"
+        if self.dist.distributed:
+            if self.batch_size % self.dist.world_size:
+                raise UserError(f"--batch-size {self.batch_size} must be a multiple of the {self.dist.world_size}"
+                                " processes")
+            if self.cuda:
+                self.device = torch.device(f"cuda:{self.dist.local_rank}")
+            ddp.init(self.dist, self.cuda)
+        self.rank_batch = self.batch_size // self.dist.world_size
+        data = components.load_data(self.opt)
+        self.data = data
+        self.nc, self.names = data.nc, data.names
+        self._build_model()
+        self.imgsz = int(self.opt["imgsz"])
+        self.accumulate = accumulation_steps(self.batch_size)
+        decay = scaled_weight_decay(float(self.hyp["weight_decay"]), self.batch_size)
+        self.optimizer = build_optimizer(self.model, self.opt["optimizer"], float(self.hyp["lr0"]),
+                                         float(self.hyp["momentum"]), decay)
+        self.ema = ModelEMA(self.model)
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.cuda)
+        self.loss_fn = components.build_loss(unwrap(self.model), self.hyp, float(self.opt.get("label_smoothing", 0.0)))
+        self.train_set, self.val_loader = components.build_datasets(data, self.opt, self.hyp, self.rank_batch)
+        self.batches = components.batches_per_epoch(self.train_set, self.rank_batch, self.dist.world_size)
+        self.plan = make_plan(self.opt, self.hyp, self.epochs, self.batches)
+        self.start_epoch, self.start_step = 0, 0
+        self.best_fitness, self.best_epoch = 0.0, -1
+        self.last_opt_step = -1
+        self.epoch_loss_sum = torch.zeros(3)
+        self.pending_grads: dict[str, torch.Tensor] | None = None
+        self.resumed_from = None
+        if self.resume_ckpt is not None:
+            self._restore(self.resume_ckpt, decay)
+        self.resume_ckpt = None
+        self.opt["accumulate"] = self.accumulate
+        self.opt["world_size"] = self.dist.world_size
+        if not self.dist.main:
+            return
+        save_yaml(self.run_dir / layout.OPT_YAML, opt_yaml_dict({**self.opt, "save_dir": str(self.run_dir)}))
+        save_yaml(self.run_dir / layout.HYP_YAML, self.hyp)
+
+    def _restore(self, ckpt: dict[str, Any], decay: float) -> None:
+        """Put every piece of training state back as the checkpoint recorded it."""
+        self.ema.ema.load_state_dict(ckpt["ema"])
+        self.ema.updates = int(ckpt["updates"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.optimizer.param_groups[1]["weight_decay"] = decay  # batch may have changed: re-derive
+        if ckpt.get("scaler"):
+            self.scaler.load_state_dict(ckpt["scaler"])
+        sched = ckpt["scheduler"]
+        plan = LrPlan.from_dict(sched["plan"])
+        old_batch = int(ckpt["opt"]["batch_size"])
+        self.plan = plan if self.epochs == plan.epochs else plan.extended(self.epochs)
+        self.best_fitness = float(ckpt["best_fitness"])
+        self.best_epoch = int(ckpt.get("best_epoch", -1))
+        self.start_epoch, self.start_step = int(ckpt["epoch"]), int(ckpt["step"])
+        train_state = ckpt.get("train_state") or {}
+        self.last_opt_step = int(train_state.get("last_opt_step", -1))
+        if self.start_step and old_batch != self.batch_size:
+            # Position is counted in batches of the old size; continue at the same sample (rounded down).
+            self.start_step = (self.start_step * old_batch) // self.batch_size
+            self.last_opt_step = self.start_epoch * self.batches + self.start_step - 1
+        if "epoch_loss_sum" in train_state:
+            self.epoch_loss_sum = train_state["epoch_loss_sum"].clone()
+        self.pending_grads = train_state.get("grads")
+        ckpt_io.set_rng_state(ckpt.get("rng") or {})
+        self.resumed_from = {"path": str(self.last_path), "epoch": self.start_epoch, "step": self.start_step}
+        if not self.dist.main:
+            return
+        kept = truncate_after(self.run_dir / layout.RESULTS_CSV, self.start_epoch - 1)
+        dropped = drop_events_after(self.run_dir / layout.EVENTS_JSONL, self.start_epoch, self.start_step)
+        self._log(f"Resuming from {self.last_path}: epoch {self.start_epoch}, batch {self.start_step}"
+                  f" of {self.epochs} epochs; kept {kept} results rows, dropped {dropped} later events")
+
+    # ------------------------------------------------------------------------------------- checkpoints
+
+    def _checkpoint_dict(self, epoch: int, step: int, epochs: int, train_state: dict[str, Any] | None) -> dict:
+        model = unwrap(self.model)
+        return {
+            "format": ckpt_io.FORMAT,
+            "model_yaml": _plain_yaml(model.yaml),
+            "nc": int(self.nc),
+            "names": list(self.names),
+            "epoch": int(epoch),
+            "step": int(step),
+            "epochs": int(epochs),
+            "model": {k: v.detach().clone().cpu() for k, v in model.state_dict().items()},
+            "ema": {k: v.detach().clone().cpu() for k, v in self.ema.ema.state_dict().items()},
+            "updates": int(self.ema.updates),
+            "optimizer": _cpu(self.optimizer.state_dict()),
+            "scheduler": {"plan": self.plan.to_dict(), "last_epoch": int(epoch) - 1},
+            "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else {},
+            "rng": ckpt_io.rng_state(),
+            "best_fitness": float(self.best_fitness),
+            "best_epoch": int(self.best_epoch),
+            "train_state": train_state or {},
+            "opt": _plain_opt(self.opt),
+            "hyp": dict(self.hyp),
+            "versions": ckpt_io.versions(),
+            "date": ckpt_io.now_iso(),
+        }
+
+    def _write(self, ckpt: dict[str, Any], path: Path) -> None:
+        self.last_save_time = time.monotonic()
+        if not self.dist.main:
+            return
+        manifest = ckpt_io.save_checkpoint(ckpt, path)
+        self.events.emit("checkpoint", path=str(path), epoch=manifest["epoch"], step=manifest["step"],
+                         bytes=manifest["bytes"], sha256=manifest["sha256"], seconds=manifest["seconds"])
+        self.last_save_time = time.monotonic()
+
+    def _save_mid_epoch(self, epoch: int, step: int) -> None:
+        if not self.dist.main:
+            self.last_save_time = time.monotonic()
+            return
+        grads = {name: p.grad.detach().clone().cpu() for name, p in unwrap(self.model).named_parameters()
+                 if p.grad is not None}
+        state = {"last_opt_step": int(self.last_opt_step), "epoch_loss_sum": self.epoch_loss_sum.clone(),
+                 "grads": grads}
+        self._write(self._checkpoint_dict(epoch, step, self.epochs, state), self.last_path)
+
+    # ---------------------------------------------------------------------------------------- training
+
+    def _batch_event(self, epoch: int, i: int, mean_losses: torch.Tensor, imgs_per_s: float) -> None:
+        gpu_mem = round(torch.cuda.memory_reserved(self.device) / 1e9, 3) if self.cuda else None
+        self.events.emit("batch", epoch=epoch, epochs=self.epochs, batch=i + 1, batches=self.batches,
+                         losses=_loss_dict(mean_losses), lr=float(self.optimizer.param_groups[0]["lr"]),
+                         imgs_per_s=round(imgs_per_s, 2), gpu_mem_gb=gpu_mem)
+
+    def _train_step(self, batch: dict[str, Any], ni: int) -> torch.Tensor:
+        imgs = batch["img"].to(self.device, non_blocking=True).float() / 255
+        if self.cuda:
+            imgs = imgs.contiguous(memory_format=torch.channels_last)
+        targets = batch["targets"].to(self.device)
+        with torch.autocast(device_type=self.device.type, enabled=self.cuda):
+            preds = self.model(imgs)
+            loss, items = self.loss_fn(preds, targets)
+            if self.dist.distributed:
+                loss = loss * self.dist.world_size  # DDP averages gradients over ranks
+        if not torch.isfinite(loss):
+            raise NonFiniteLoss(f"non-finite loss {float(loss)} at iteration {ni}")
+        self.scaler.scale(loss).backward()
+        accumulate = warmup_accumulation(ni, self.plan.warmup_iters, self.accumulate)
+        if ni - self.last_opt_step >= accumulate:
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), max_norm=GRAD_CLIP_NORM)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.ema.update(self.model)
+            self.last_opt_step = ni
+        return items.detach().float().cpu()
+
+    def _train_epoch(self, epoch: int, start_step: int) -> bool:
+        """Train one epoch from batch `start_step`; False when a stop request ended it early."""
+        self.model.train()
+        loader = components.epoch_loader(self.train_set, self.opt, self.rank_batch, epoch, start_step,
+                                         mosaic=self._mosaic(epoch), rank=self.dist.rank,
+                                         world_size=self.dist.world_size)
+        if start_step == 0:
+            self.epoch_loss_sum = torch.zeros(3)
+            self.optimizer.zero_grad(set_to_none=True)
+        elif self.pending_grads:
+            for name, param in unwrap(self.model).named_parameters():
+                if name in self.pending_grads:
+                    param.grad = self.pending_grads[name].to(self.device)
+        self.pending_grads = None
+        last_event, window_start, window_images = 0.0, time.monotonic(), 0
+        for i, batch in enumerate(loader, start=start_step):
+            ni = i + self.batches * epoch
+            self.plan.apply(self.optimizer, epoch, ni, float(self.hyp["lr0"]))
+            items = self._train_step(batch, ni)
+            self.epoch_loss_sum += items
+            window_images += int(batch["img"].shape[0])
+            now = time.monotonic()
+            if now - last_event >= BATCH_EVENT_INTERVAL_S or i + 1 == self.batches:
+                rate = window_images / max(now - window_start, 1e-6)
+                self._batch_event(epoch, i, self.epoch_loss_sum / (i + 1), rate)
+                last_event, window_start, window_images = now, now, 0
+            if now - self.last_log_time >= LOG_INTERVAL_S or i + 1 == self.batches or i == start_step:
+                self.last_log_time = now
+                self._log(f"epoch {epoch + 1}/{self.epochs} batch {i + 1}/{self.batches} "
+                          + " ".join(f"{k}={v:.4f}" for k, v in _loss_dict(self.epoch_loss_sum / (i + 1)).items()))
+            due = now - self.last_save_time >= self.save_period_s
+            stop, save, due = ddp.agree([self.requests.stop, self.requests.save, due], self.dist, self.device)
+            self.requests.stop = stop
+            if stop or save or due:
+                self._save_mid_epoch(epoch, i + 1)
+                self.requests.save = False
+                if self.requests.stop:
+                    return False
+        return True
+
+    def _mosaic(self, epoch: int) -> bool:
+        close = int(self.opt.get("close_mosaic", 0) or 0)
+        return not (close > 0 and epoch >= self.epochs - close)
+
+    def _end_epoch(self, epoch: int, seconds: float) -> bool:
+        """Validate, log, checkpoint; True when early stopping says to stop."""
+        lrs = [float(g["lr"]) for g in self.optimizer.param_groups]
+        train_losses = self.epoch_loss_sum / max(self.batches, 1)
+        if not self.dist.main:  # rank 0 validates and writes; the others follow its early-stop decision
+            stop_early, self.requests.stop = ddp.agree([False, self.requests.stop], self.dist, self.device)
+            return stop_early
+        val = components.run_validation(self.ema.ema, self.val_loader, self.device, self.nc, self.names,
+                                        self.loss_fn)
+        fitness = 0.1 * val["mAP50"] + 0.9 * val["mAP50-95"]
+        improved = fitness > self.best_fitness or self.best_epoch < 0
+        if fitness >= self.best_fitness:
+            self.best_epoch = epoch  # official EarlyStopping counts >= as no worse
+        if improved:
+            self.best_fitness = max(fitness, self.best_fitness)
+        patience = int(self.opt.get("patience", 100) or 0)
+        stop = patience > 0 and epoch - self.best_epoch >= patience
+        append_row(self.run_dir / layout.RESULTS_CSV, epoch,
+                   [*train_losses.tolist(), val["P"], val["R"], val["mAP50"], val["mAP50-95"], *val["losses"], *lrs])
+        self.events.emit("epoch", epoch=epoch, epochs=self.epochs, losses=_loss_dict(train_losses),
+                         metrics={k: val[k] for k in ("P", "R", "mAP50", "mAP50-95")},
+                         val_losses=_loss_dict(torch.tensor(val["losses"])), fitness=fitness,
+                         best_fitness=self.best_fitness, lr=lrs, seconds=round(seconds, 3))
+        self._log(f"epoch {epoch + 1}/{self.epochs} P={val['P']:.4f} R={val['R']:.4f} mAP50={val['mAP50']:.4f} "
+                  f"mAP50-95={val['mAP50-95']:.4f} fitness={fitness:.4f} ({seconds:.1f}s)")
+        self.last_metrics = {k: val[k] for k in ("P", "R", "mAP50", "mAP50-95")}
+        planned = epoch + 1 if stop else self.epochs
+        ckpt = self._checkpoint_dict(epoch + 1, 0, planned, {"last_opt_step": int(self.last_opt_step)})
+        if stop:
+            ckpt["early_stopped"] = True
+        self._write(ckpt, self.last_path)
+        if improved:
+            self._write(ckpt, self.best_path)
+        period = int(self.opt.get("save_period", -1) or -1)
+        if period > 0 and epoch % period == 0:
+            self._write(ckpt, self.weights_dir / f"epoch{epoch}.pt")
+        if stop:
+            self._log(f"Stopping early: no improvement in {patience} epochs; best epoch {self.best_epoch + 1}")
+        stop_early, self.requests.stop = ddp.agree([stop, self.requests.stop], self.dist, self.device)
+        return stop_early
+
+    def train(self) -> int:
+        """Run (or resume) training to the planned epochs; returns the process exit code."""
+        self.save_period_s = float(self.opt.get("save_period_min", 10.0)) * 60.0
+        self.last_save_time = time.monotonic()
+        self.events.emit("start", config={k: self.opt.get(k) for k in (
+            "cfg", "data", "epochs", "batch_size", "imgsz", "optimizer", "weights", "device", "workers")},
+            world_size=self.dist.world_size, devices=[_device_name(self.device)], resumed_from=self.resumed_from,
+            accumulate=self.accumulate, batches=self.batches, frozen=self.frozen, transfer=self.transfer_note)
+        if self.start_epoch >= self.epochs:
+            self._log(f"Nothing to train: {self.start_epoch}/{self.epochs} epochs done; use --epochs N to extend")
+            self.events.emit("done", metrics=self.last_metrics, best=str(self.best_path), epochs=self.epochs,
+                             best_fitness=self.best_fitness)
+            return 0
+        for epoch in range(self.start_epoch, self.epochs):
+            started = time.monotonic()
+            start_step = self.start_step if epoch == self.start_epoch else 0
+            if not self._train_epoch(epoch, start_step):
+                self.events.emit("stop", reason=self.requests.stop_signal or "signal", epoch=epoch,
+                                 step=int(self._last_written_step()), checkpoint=str(self.last_path))
+                self._log(f"Stopped on {self.requests.stop_signal}; checkpoint saved to {self.last_path}")
+                return 0
+            if self._end_epoch(epoch, time.monotonic() - started):
+                break
+            if self.requests.stop and epoch + 1 < self.epochs:  # asked during validation: checkpoint written
+                self.events.emit("stop", reason=self.requests.stop_signal, epoch=epoch + 1, step=0,
+                                 checkpoint=str(self.last_path))
+                return 0
+        self.events.emit("done", metrics=self.last_metrics, best=str(self.best_path), epochs=self.epochs,
+                         best_fitness=self.best_fitness)
+        self._log(f"Done. Best fitness {self.best_fitness:.4f}; weights in {self.weights_dir}")
+        return 0
+
+    def _last_written_step(self) -> int:
+        manifest = ckpt_io.read_json(layout.manifest_path(self.last_path)) or {}
+        return int(manifest.get("step", 0))
+
+
+class _NoEvents:
+    """Event sink of the ranks that do not write (only rank 0 writes events)."""
+
+    def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
+        return {"type": type_, **fields}
+
+
+class NonFiniteLoss(RuntimeError):
+    """The loss became NaN or infinite."""
+
+
+def _is_yolotui(path: str) -> bool:
+    """True when the file is a zip whose pickle names no classes (weights_only loads it)."""
+    try:
+        ckpt_io.load_checkpoint(Path(path))
+        return True
+    except Exception:
+        return False
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return "cpu"
+
+
+def _loss_dict(values: torch.Tensor) -> dict[str, float]:
+    box, cls, dfl = (float(v) for v in values.tolist())
+    return {"box": round(box, 5), "cls": round(cls, 5), "dfl": round(dfl, 5)}
+
+
+def _cpu(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone().cpu()
+    if isinstance(obj, dict):
+        return {k: _cpu(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_cpu(v) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_cpu(v) for v in obj)
+    return obj
+
+
+def _plain_yaml(obj: Any) -> Any:
+    """A model yaml dict with tuples as lists and only plain scalars (weights_only-safe)."""
+    if isinstance(obj, dict):
+        return {str(k): _plain_yaml(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain_yaml(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    return str(obj)
+
+
+def _plain_opt(opt: dict[str, Any]) -> dict[str, Any]:
+    return _plain_yaml(opt)
+
+
+def drop_events_after(path: Path, epoch: int, step: int) -> int:
+    """Rewrite events.jsonl without batch/epoch/checkpoint/done events past position (epoch, step); count dropped."""
+    from yolotui.runs.atomic import atomic_write_text
+
+    events = read_events(path)
+    if not events:
+        return 0
+    position = (epoch, step)
+
+    def later(event: dict[str, Any]) -> bool:
+        kind = event.get("type")
+        if kind == "batch":
+            return (int(event.get("epoch", 0)), int(event.get("batch", 0))) > position
+        if kind == "epoch":
+            return int(event.get("epoch", 0)) >= epoch
+        if kind == "checkpoint":
+            return (int(event.get("epoch", 0)), int(event.get("step", 0))) > position
+        return kind == "done"
+
+    kept = [e for e in events if not later(e)]
+    if len(kept) == len(events):
+        return 0
+    import json
+
+    atomic_write_text(path, "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in kept))
+    return len(events) - len(kept)
+
+
+def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
+    """Entry point of the trainer process: set up, train, and report failures as events."""
+    trainer = Trainer(run_dir, overrides)
+    trainer.requests.install()
+    threads = os.environ.get("YOLOTUI_TORCH_THREADS")
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        return _run(trainer)
+    finally:
+        ddp.finish(trainer.dist)
+
+
+def _run(trainer: Trainer) -> int:
+    """Setup and train, turning failures into `error` events."""
+    try:
+        trainer.setup()
+        return trainer.train()
+    except UserError as exc:
+        trainer.events.emit("error", kind="data", message=str(exc), traceback="")
+        print(f"yolotui: error: {exc}", flush=True)
+        return 2
+    except NonFiniteLoss as exc:
+        trainer.events.emit("error", kind="nan", message=str(exc), traceback=_tail())
+        raise
+    except torch.OutOfMemoryError as exc:
+        trainer.events.emit("error", kind="oom", message=str(exc).splitlines()[0], traceback=_tail())
+        raise
+    except Exception as exc:
+        trainer.events.emit("error", kind="crash", message=f"{type(exc).__name__}: {exc}", traceback=_tail())
+        raise
+
+
+def _tail(lines: int = 15) -> str:
+    return "\n".join(traceback.format_exc().splitlines()[-lines:])
+
+
+__all__ = ["EngineOverrides", "Trainer", "run_trainer", "drop_events_after", "transfer_weights",
+           "freeze_prefixes"]
