@@ -188,3 +188,20 @@ def test_width_and_depth_multiples_follow_official_semantics():
     block = model.model[4]
     assert block.cv4.conv.out_channels == 256
     assert block.cv1.conv.out_channels == 256
+
+
+@pytest.mark.parametrize("size", ["t", "c", "e"])  # s and m share t's and c's shapes
+def test_inference_config_of_yolov9_is_the_shipped_gelan(size):
+    from yolotui.engine.model.convert import inference_config
+
+    def absolute_rows(cfg: dict) -> list:
+        rows = []
+        for i, (f, n, module, args) in enumerate(cfg["backbone"] + cfg["head"]):
+            absolute = [i - 1 if j == -1 else j for j in (f if isinstance(f, list) else [f])]
+            rows.append([absolute, n, module, args])
+        return rows
+
+    cfg, _ = inference_config(build_model(f"yolov9-{size}", device="meta"))
+    gelan, _ = load_model_yaml(f"gelan-{size}")
+    assert absolute_rows(cfg) == absolute_rows(gelan)
+    assert len(cfg["backbone"]) == len(gelan["backbone"])

@@ -110,5 +110,12 @@ def run(args: argparse.Namespace) -> int:
     run_dir, opt, _hyp, warnings = prepare_run(given)
     for warning in warnings:
         print(f"warning: {warning}")
-    start_training(run_dir, opt, max_attempts=args.max_attempts)
+    try:
+        start_training(run_dir, opt, max_attempts=args.max_attempts)
+    except UserError:
+        if not opt["exist_ok"]:
+            import shutil
+
+            shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run behind
+        raise
     return after_launch(run_dir, args.attach)

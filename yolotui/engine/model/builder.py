@@ -36,7 +36,7 @@ from yolotui.engine.model.conv import (
     make_divisible,
 )
 from yolotui.engine.model.heads import HEAD_TYPES, DDetect, DualDDetect
-from yolotui.engine.model.yolo import INPUT, YoloModel
+from yolotui.engine.model.yolo import INPUT, YoloModel, empty_storage
 from yolotui.errors import UserError
 
 MODULES: dict[str, type[nn.Module]] = {
@@ -51,7 +51,9 @@ WIDTH_MODULES = (Conv, AConv, ADown, ELAN1, RepNCSPELAN4, SPPELAN, RepConvN, Rep
 _CHANNEL_ARGS = {Conv: 1, AConv: 1, ADown: 1, RepConvN: 1, RepNBottleneck: 1, RepNCSP: 1, ELAN1: 3,
                  RepNCSPELAN4: 3, SPPELAN: 2}
 _MULTI_INPUT = (Concat, CBFuse, DDetect, DualDDetect)
-PROBE_SIZE = 64  # side of the zero image run through a new model to check it and measure its strides
+# Sides of the zero image run through a new model to check it and measure its strides: the smallest
+# first (cheap, enough for P3-P5 models), a larger one when that is too small for the model's depth.
+PROBE_SIZES = (32, 64, 128)
 _ACTIVATIONS = {"SiLU": nn.SiLU, "ReLU": nn.ReLU, "LeakyReLU": nn.LeakyReLU, "Hardswish": nn.Hardswish,
                 "Mish": nn.Mish, "GELU": nn.GELU, "Identity": nn.Identity}
 
@@ -269,17 +271,23 @@ def _probe(model: YoloModel, ch_in: int, source: str) -> list[float]:
     on_meta = next(model.parameters()).device.type == "meta"
     if on_meta:
         # Forward passes on the meta device are slow (Python decompositions); real storage is fast.
-        model.to_empty(device="cpu")
+        empty_storage(model, "cpu")
     try:
-        return _probe_layers(model, ch_in, source)
+        for size in PROBE_SIZES:
+            try:
+                return _probe_layers(model, ch_in, source, size)
+            except UserError:
+                if size == PROBE_SIZES[-1]:
+                    raise
+        raise AssertionError("unreachable")
     finally:
         if on_meta:
-            model.to_empty(device="meta")
+            empty_storage(model, "meta")
 
 
-def _probe_layers(model: YoloModel, ch_in: int, source: str) -> list[float]:
+def _probe_layers(model: YoloModel, ch_in: int, source: str, size: int) -> list[float]:
     param = next(model.parameters())
-    x = torch.zeros(1, ch_in, PROBE_SIZE, PROBE_SIZE, device=param.device, dtype=param.dtype)
+    x = torch.zeros(1, ch_in, size, size, device=param.device, dtype=param.dtype)
     image, outputs = x, []
     was_training = model.training
     model.eval()  # eval: BatchNorm statistics stay untouched
@@ -291,13 +299,13 @@ def _probe_layers(model: YoloModel, ch_in: int, source: str) -> list[float]:
                     x = layer.forward_maps(inputs) if layer is model.model[-1] else layer(inputs)
                 except (RuntimeError, ValueError, IndexError) as exc:
                     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                    raise UserError(f"{source}: layer {layer.i} ({layer.type}): fails on a {PROBE_SIZE}x{PROBE_SIZE} "
+                    raise UserError(f"{source}: layer {layer.i} ({layer.type}): fails on a {size}x{size} "
                                     f"test image, check its inputs' channels and sizes: {first}") from None
                 outputs.append(x)
     finally:
         model.train(was_training)
     maps = x[-1] if isinstance(model.detect, DualDDetect) else x
-    return [PROBE_SIZE / m.shape[-2] for m in maps]
+    return [size / m.shape[-2] for m in maps]
 
 
 def build_model(cfg: str | Path | dict, nc: int | None = None, ch: int = 3,

@@ -63,17 +63,22 @@ class Conv(nn.Module):
             del self.bn
 
 
+def _biased_conv_like(conv: nn.Conv2d, weight: Tensor, bias: Tensor) -> nn.Conv2d:
+    """A frozen biased Conv2d with `conv`'s geometry holding `weight` and `bias` (no random init)."""
+    fresh = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
+                      conv.dilation, conv.groups, bias=True, device="meta")
+    fresh.weight = nn.Parameter(weight.detach().clone(), requires_grad=False)
+    fresh.bias = nn.Parameter(bias.detach().clone(), requires_grad=False)
+    return fresh
+
+
 def fuse_conv_and_bn(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
     """A biased Conv2d equal to `bn(conv(x))` with the BN's running statistics."""
-    fused = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
-                      conv.dilation, conv.groups, bias=True).requires_grad_(False)
-    fused.to(device=conv.weight.device, dtype=conv.weight.dtype)
-    scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
     with torch.no_grad():
-        fused.weight.copy_(conv.weight * scale.view(-1, 1, 1, 1))
+        scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
         conv_bias = conv.bias if conv.bias is not None else torch.zeros_like(bn.running_mean)
-        fused.bias.copy_((conv_bias - bn.running_mean) * scale + bn.bias)
-    return fused
+        return _biased_conv_like(conv, conv.weight * scale.view(-1, 1, 1, 1),
+                                 (conv_bias - bn.running_mean) * scale + bn.bias)
 
 
 class AConv(nn.Module):
@@ -132,13 +137,10 @@ class RepConvN(nn.Module):
             return
         k3 = fuse_conv_and_bn(self.conv1.conv, self.conv1.bn) if hasattr(self.conv1, "bn") else self.conv1.conv
         k1 = fuse_conv_and_bn(self.conv2.conv, self.conv2.bn) if hasattr(self.conv2, "bn") else self.conv2.conv
-        conv = nn.Conv2d(self.c1, self.c2, 3, k3.stride, k3.padding, groups=self.g,
-                         bias=True).requires_grad_(False).to(device=k3.weight.device, dtype=k3.weight.dtype)
         with torch.no_grad():
-            conv.weight.copy_(k3.weight + F.pad(k1.weight, [1, 1, 1, 1]))
-            b3 = k3.bias if k3.bias is not None else 0
-            b1 = k1.bias if k1.bias is not None else 0
-            conv.bias.copy_(torch.zeros(self.c2, device=conv.weight.device) + b3 + b1)
+            b3 = k3.bias if k3.bias is not None else torch.zeros_like(k3.weight[:, 0, 0, 0])
+            b1 = k1.bias if k1.bias is not None else torch.zeros_like(b3)
+            conv = _biased_conv_like(k3, k3.weight + F.pad(k1.weight, [1, 1, 1, 1]), b3 + b1)
         self.conv = conv
         del self.conv1
         del self.conv2

@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from yolotui.engine.model.yolo import empty_storage
+
 # thop counts a BatchNorm as 2 ops per element, doubled for the affine scale and shift; the official
 # summary then doubles every count (MACs to FLOPs).
 BN_OPS_PER_ELEMENT = 4
@@ -22,12 +24,12 @@ def count_flops(model: nn.Module, imgsz: int | tuple[int, int] = 640, ch: int = 
     on_meta = next(model.parameters()).device.type == "meta"
     if on_meta:
         # Forward passes on the meta device are slow (Python decompositions); real storage is fast.
-        model.to_empty(device="cpu")
+        empty_storage(model, "cpu")
     try:
         return _count(model, stride, ch) / 1e9 * (height / stride) * (width / stride)
     finally:
         if on_meta:
-            model.to_empty(device="meta")
+            empty_storage(model, "meta")
 
 
 def _count(model: nn.Module, stride: int, ch: int) -> float:

@@ -7,6 +7,7 @@ from pathlib import Path
 from yolotui.engine.model.builder import build_model
 from yolotui.engine.model.convert import convert_for_inference, fuse
 from yolotui.engine.model.flops import model_info
+from yolotui.engine.model.heads import DualDDetect
 
 
 def summarize(cfg: str | Path | dict, nc: int | None = None, imgsz: int = 640) -> dict:
@@ -17,9 +18,12 @@ def summarize(cfg: str | Path | dict, nc: int | None = None, imgsz: int = 640) -
     """
     model = build_model(cfg, nc=nc, device="meta").materialize("cpu")
     train = model_info(model, imgsz)
-    converted = convert_for_inference(model)
+    dual = isinstance(model.detect, DualDDetect)
+    converted = convert_for_inference(model) if dual else None
     fused = model_info(fuse(model), imgsz)
-    return {"train": train, "fused": fused, "inference": model_info(converted, imgsz), "nc": model.nc}
+    # a single-head model converts to exactly its fused self
+    inference = model_info(converted, imgsz) if dual else dict(fused)
+    return {"train": train, "fused": fused, "inference": inference, "nc": model.nc}
 
 
 def shipped_summary_table(imgsz: int = 640) -> dict[str, dict]:
