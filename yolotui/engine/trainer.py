@@ -25,7 +25,7 @@ from yolotui.config import load_hyp, load_yaml, opt_yaml_dict, parse_freeze, sav
 from yolotui.engine import checkpoint as ckpt_io
 from yolotui.engine import components, ddp
 from yolotui.engine.ema import ModelEMA, unwrap
-from yolotui.engine.optim import accumulation_steps, build_optimizer, scaled_weight_decay
+from yolotui.engine.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
 from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
 from yolotui.engine.signals import SignalRequests
 from yolotui.errors import UserError
@@ -218,8 +218,9 @@ class Trainer:
         self.nc, self.names = data.nc, data.names
         self._build_model()
         self.imgsz = int(self.opt["imgsz"])
-        self.accumulate = accumulation_steps(self.batch_size)
-        decay = scaled_weight_decay(float(self.hyp["weight_decay"]), self.batch_size)
+        nominal = int(self.hyp.get("nbs", NOMINAL_BATCH))  # optional hyp key (hyp.demo.yaml); official: 64
+        self.accumulate = accumulation_steps(self.batch_size, nominal)
+        decay = scaled_weight_decay(float(self.hyp["weight_decay"]), self.batch_size, nominal)
         self.optimizer = build_optimizer(self.model, self.opt["optimizer"], float(self.hyp["lr0"]),
                                          float(self.hyp["momentum"]), decay)
         self.ema = ModelEMA(self.model)
