@@ -80,3 +80,38 @@ def test_recalibrated_yolo_model_gives_finite_bounded_eval_maps(cfg):
         calibrated = max(m.abs().max().item() for m in model(images)[1])
     assert calibrated < 100
     assert not stale < 100, "stale statistics blow the maps up (or to NaN)"
+
+
+def test_failed_pass_restores_the_old_statistics():
+    net = _net()
+    _stale(net)
+    with pytest.raises(ValueError):
+        recalibrate_bn(nn.Sequential(net, nn.Flatten(), nn.BatchNorm1d(8 * 4 * 4)), [torch.rand(1, 3, 4, 4)])
+    for bn in batch_norm_layers(net):
+        assert torch.all(bn.running_var == 1e-4) and bn.momentum == 0.03
+
+
+def test_trainer_recalibrates_the_ema_model_before_each_validation(tmp_path, monkeypatch):
+    from tests.trainkit import make_run
+    from yolotui.engine import bn_calibration, components
+    from yolotui.engine.trainer import Trainer
+
+    calls: list[tuple[int, int]] = []
+    real_recalibrate, real_validation = bn_calibration.recalibrate_bn, components.run_validation
+
+    def spy_recalibrate(model, batches, device="cpu"):
+        seen = real_recalibrate(model, batches, device)
+        calls.append((id(model), seen))
+        return seen
+
+    def spy_validation(model, *args, **kwargs):
+        assert calls and calls[-1][0] == id(model), "validation sees the model just recalibrated"
+        return real_validation(model, *args, **kwargs)
+
+    monkeypatch.setattr(bn_calibration, "recalibrate_bn", spy_recalibrate)
+    monkeypatch.setattr(components, "run_validation", spy_validation)
+    trainer = Trainer(make_run(tmp_path, epochs=2))
+    trainer.setup()
+    assert trainer.train() == 0
+    assert [seen for _, seen in calls] == [8, 8]  # every training image of the tiny set (fewer than 64)
+    assert {model_id for model_id, _ in calls} == {id(trainer.ema.ema)}

@@ -31,7 +31,10 @@ def batch_norm_layers(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]
 @torch.no_grad()
 def recalibrate_bn(model: nn.Module, batches: Iterable[torch.Tensor], device: torch.device | str = "cpu") -> int:
     """Recompute the running statistics of every BatchNorm in `model` from `batches` (float images, [B, 3, H, W],
-    already scaled to 0..1, or uint8 0..255); returns the number of images seen (0: statistics untouched)."""
+    already scaled to 0..1, or uint8 0..255); returns the number of images seen (0: statistics untouched).
+
+    An error during the pass (BatchNorm refuses a single value per channel) restores the old statistics, then
+    propagates."""
     layers = batch_norm_layers(model)
     if not layers:
         return 0
@@ -51,10 +54,13 @@ def recalibrate_bn(model: nn.Module, batches: Iterable[torch.Tensor], device: to
             images = images.to(dtype) / 255.0 if images.dtype == torch.uint8 else images.to(dtype)
             model(images)
             seen += int(images.shape[0])
+    except BaseException:
+        seen = 0  # a failed pass (e.g. one value per channel) leaves the statistics as they were
+        raise
     finally:
         for m, momentum, mean, var, tracked in saved:
             m.momentum = momentum
-            if seen == 0:  # nothing seen: keep the statistics as they were
+            if seen == 0:
                 m.running_mean.copy_(mean)
                 m.running_var.copy_(var)
                 m.num_batches_tracked.copy_(tracked)
