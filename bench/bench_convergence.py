@@ -9,7 +9,7 @@ The baseline the figures are judged against is the target itself (mAP50 >= 0.5, 
 `--hyp hyp.scratch-high.yaml` to see the official from-scratch recipe on the same budget for comparison.
 `--json` prints one JSON object instead (used by tests/test_convergence.py, a slow-marked test).
 
-Usage: python bench/bench_convergence.py [--cfg gelan-t] [--epochs 40] [--img 160] [--batch 8]
+Usage: python bench/bench_convergence.py [--cfg gelan-t] [--epochs 50] [--img 160] [--batch 16]
        [--hyp hyp.demo.yaml] [--threads 2] [--target 0.5] [--json]
 """
 
@@ -70,11 +70,11 @@ def summarise(result: dict, target: float) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cfg", default="gelan-t")
-    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--epochs", type=int, default=50)
     parser.add_argument("--img", type=int, default=160, help="training and validation image size")
-    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--hyp", default="hyp.demo.yaml", help="hyperparameters (shipped name or path)")
-    parser.add_argument("--close-mosaic", type=int, default=None, help="default: a quarter of the epochs")
+    parser.add_argument("--close-mosaic", type=int, default=None, help="default: a fifth of the epochs")
     parser.add_argument("--workers", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
     parser.add_argument("--target", type=float, default=0.5, help="mAP50 to reach")
@@ -84,7 +84,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(args.threads)
-    close = args.close_mosaic if args.close_mosaic is not None else max(1, args.epochs // 4)
+    close = args.close_mosaic if args.close_mosaic is not None else max(1, args.epochs // 5)
     with tempfile.TemporaryDirectory(prefix="bench-converge-") as tmp:
         result = summarise(train_demo(Path(tmp), args.cfg, args.epochs, args.img, args.batch, args.hyp,
                                       args.workers, close), args.target)
