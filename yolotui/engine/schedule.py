@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 KINDS = ("linear", "cos", "flat_cos", "fixed")
+WARMUP_MIN_ITERS = 100
 
 
 def schedule_kind(opt: dict[str, Any]) -> str:
@@ -90,11 +91,13 @@ class LrPlan:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__})
 
 
-def warmup_iterations(warmup_epochs: float, batches_per_epoch: int) -> int:
-    """Warmup length in batches: max(warmup_epochs x batches, 100) as officially; 0 when warmup_epochs is 0."""
+def warmup_iterations(warmup_epochs: float, batches_per_epoch: int, minimum: int = WARMUP_MIN_ITERS) -> int:
+    """Warmup length in batches: max(warmup_epochs x batches, minimum), the minimum 100 as officially (hyp key
+    `warmup_min_iters` changes it: a short run on a small data set would otherwise warm up for many epochs);
+    0 when warmup_epochs is 0."""
     if warmup_epochs <= 0:
         return 0
-    return max(round(warmup_epochs * batches_per_epoch), 100)
+    return max(round(warmup_epochs * batches_per_epoch), int(minimum), 1)
 
 
 def warmup_accumulation(iteration: int, warmup_iters: int, accumulate: int) -> int:
@@ -110,7 +113,8 @@ def make_plan(opt: dict[str, Any], hyp: dict[str, Any], epochs: int, batches_per
         kind=schedule_kind(opt),
         lrf=float(hyp["lrf"]),
         epochs=int(epochs),
-        warmup_iters=warmup_iterations(float(hyp["warmup_epochs"]), batches_per_epoch),
+        warmup_iters=warmup_iterations(float(hyp["warmup_epochs"]), batches_per_epoch,
+                                       int(hyp.get("warmup_min_iters", WARMUP_MIN_ITERS))),
         warmup_bias_lr=float(hyp["warmup_bias_lr"]),
         warmup_momentum=float(hyp["warmup_momentum"]),
         momentum=float(hyp["momentum"]),

@@ -10,6 +10,7 @@ kept), --device, --workers.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import traceback
@@ -27,7 +28,7 @@ from yolotui.engine import components, ddp
 from yolotui.engine.ema import ModelEMA, unwrap
 from yolotui.engine.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
 from yolotui.engine.faults import FaultInjector
-from yolotui.engine.optim import accumulation_steps, build_optimizer, scaled_weight_decay
+from yolotui.engine.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
 from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
 from yolotui.engine.signals import SignalRequests
 from yolotui.errors import UserError
@@ -38,6 +39,7 @@ from yolotui.runs.results import append_row, truncate_after
 BATCH_EVENT_INTERVAL_S = 0.3  # at most ~3 batch events a second
 LOG_INTERVAL_S = 10.0  # progress lines in train.log (the events carry every detail)
 GRAD_CLIP_NORM = 10.0
+BN_CALIBRATION_IMAGES = 64  # training images whose statistics the EMA model's BatchNorm layers get before validation
 
 
 @dataclass
@@ -237,10 +239,11 @@ class Trainer:
         self.nc, self.names = data.nc, data.names
         self._build_model()
         self.imgsz = int(self.opt["imgsz"])
-        self.accumulate = self.accumulate_override or accumulation_steps(self.batch_size)
-        decay = scaled_weight_decay(float(self.hyp["weight_decay"]), self.batch_size)
+        nominal = int(self.hyp.get("nbs", NOMINAL_BATCH))  # optional hyp key (hyp.demo.yaml); official: 64
+        self.accumulate = self.accumulate_override or accumulation_steps(self.batch_size, nominal)
+        decay = scaled_weight_decay(float(self.hyp["weight_decay"]), self.batch_size, nominal)
         if self.accumulate_override:  # weight decay follows the images per optimizer step actually used
-            decay = float(self.hyp["weight_decay"]) * self.batch_size * self.accumulate / 64
+            decay = float(self.hyp["weight_decay"]) * self.batch_size * self.accumulate / nominal
         self.optimizer = build_optimizer(self.model, self.opt["optimizer"], float(self.hyp["lr0"]),
                                          float(self.hyp["momentum"]), decay)
         self.ema = ModelEMA(self.model)
@@ -434,6 +437,21 @@ class Trainer:
         close = int(self.opt.get("close_mosaic", 0) or 0)
         return not (close > 0 and epoch >= self.epochs - close)
 
+    def _calibrate_ema_bn(self, epoch: int) -> None:
+        """Recompute the EMA model's BatchNorm statistics for its current weights on BN_CALIBRATION_IMAGES training
+        images of this epoch (pure function of seed and epoch); see engine/bn_calibration.py for why."""
+        from yolotui.engine.bn_calibration import recalibrate_bn
+        from yolotui.engine.data.loader import build_loader
+
+        batch = max(2, min(self.rank_batch, BN_CALIBRATION_IMAGES))
+        loader = build_loader(self.train_set, batch_size=batch, workers=0, shuffle=True,
+                              seed=int(self.opt.get("seed", 0)) + 1, epoch=epoch)
+        count = math.ceil(min(BN_CALIBRATION_IMAGES, len(self.train_set)) / batch)
+        try:
+            recalibrate_bn(self.ema.ema, (b["img"] for _, b in zip(range(count), loader)), self.device)
+        except ValueError as exc:  # e.g. a 1-image data set: BatchNorm needs 2 values per channel
+            self._log(f"BatchNorm recalibration skipped: {exc}")
+
     def _end_epoch(self, epoch: int, seconds: float) -> bool:
         """Validate, log, checkpoint; True when early stopping says to stop."""
         lrs = [float(g["lr"]) for g in self.optimizer.param_groups]
@@ -441,6 +459,7 @@ class Trainer:
         if not self.dist.main:  # rank 0 validates and writes; the others follow its early-stop decision
             stop_early, self.requests.stop = ddp.agree([False, self.requests.stop], self.dist, self.device)
             return stop_early
+        self._calibrate_ema_bn(epoch)
         val = components.run_validation(self.ema.ema, self.val_loader, self.device, self.nc, self.names,
                                         self.loss_fn)
         fitness = 0.1 * val["mAP50"] + 0.9 * val["mAP50-95"]
