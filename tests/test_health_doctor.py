@@ -187,3 +187,17 @@ def test_doctor_accepts_the_weights_folder_and_refuses_a_plain_folder(tmp_path, 
     plain.mkdir()
     refused = doctor(cli_env, yolotui_cmd, str(plain))
     assert refused.returncode == 2 and "plain" in refused.stderr
+
+
+def test_remedy_settings_in_the_checkpoint_are_not_drift(tmp_path):
+    """A nan/oom remedy sets lr_scale/accumulate in the trainer's opt; opt.yaml lacking them is no drift."""
+    from yolotui.health.drift import check_drift
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "opt.yaml").write_text("epochs: 5\nbatch_size: 8\n")
+    items = check_drift(run_dir, checkpoint_opt={"epochs": 5, "batch_size": 8, "lr_scale": 0.5, "accumulate": 16},
+                        checkpoint_hyp={})
+    assert [i for i in items if i.file == "opt.yaml"] == []
+    items = check_drift(run_dir, checkpoint_opt={"epochs": 3, "batch_size": 8, "lr_scale": 0.5}, checkpoint_hyp={})
+    assert [(i.file, i.key) for i in items if i.file == "opt.yaml"] == [("opt.yaml", "epochs")]

@@ -3,7 +3,7 @@
 Baselines, first found wins:
 - opt.yaml: the checkpoint's `opt` dict (what the trainer last used), else the first `start` event's `opt`,
   else its `config` summary. Keys only opt.yaml has are not drift (writers add defaults); `resume`,
-  `save_dir` and the inlined `hyp` are left out.
+  `save_dir`, the remedies' `lr_scale`/`accumulate` and the inlined `hyp` are left out.
 - hyp.yaml: the checkpoint's `hyp` (official checkpoints: `opt['hyp']`), else the start event's `hyp`.
 - data YAML: recorded at start, in run.yaml as `data_sha256` (hex sha256 of the file's bytes) and
   `data_config` (its parsed mapping); the trainer copies both into its `start` event. The hash says
@@ -22,7 +22,8 @@ from yolotui.runs.layout import EVENTS_JSONL, HYP_YAML, OPT_YAML, RUN_YAML
 
 DATA_SHA256_KEY = "data_sha256"
 DATA_CONFIG_KEY = "data_config"
-IGNORED_OPT_KEYS = frozenset({"resume", "hyp", "save_dir"})  # `hyp` is compared as hyp.yaml
+# `hyp` is compared as hyp.yaml; the remedies (issue 7) set lr_scale and accumulate on purpose
+IGNORED_OPT_KEYS = frozenset({"resume", "hyp", "save_dir", "lr_scale", "accumulate"})
 WHOLE_FILE = "(file)"
 
 
