@@ -60,7 +60,7 @@ class RunView:
     batches: int | None = None
     imgs_per_s: float | None = None
     batches_per_s: float | None = None
-    epoch_seconds: float | None = None  # mean duration of a finished epoch
+    epoch_seconds: float | None = None  # typical duration of a finished epoch (median of the last five)
     finished_epochs: int = 0
     points: list[EpochPoint] = field(default_factory=list)
     checkpoints: list[CheckpointFacts] = field(default_factory=list)
@@ -153,8 +153,9 @@ class RunReader:
         view.points = [merged[k] for k in sorted(merged)]
         view.finished_epochs = max(view.finished_epochs, len(view.points))
         if self._epoch_seconds:
-            recent = self._epoch_seconds[-5:]
-            view.epoch_seconds = sum(recent) / len(recent)
+            # Median of the last five: the first epoch (start-up, label check, cold caches) would skew a mean.
+            recent = sorted(self._epoch_seconds[-5:])
+            view.epoch_seconds = recent[len(recent) // 2]
         self._read_checkpoints(view)
         self._read_log(view)
         return view
