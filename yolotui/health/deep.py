@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from yolotui.health.subprocess_json import child_env, last_json_object
 
 DEEP_MODULE = "yolotui.engine.deepcheck"
 
 
 def run_deep_check(path: Path, timeout: float = 600) -> dict[str, Any]:
     """Run `python -m yolotui.engine.deepcheck PATH`; its JSON answer, or {'ok': False, 'error': ...}."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2]) + os.pathsep + env.get("PYTHONPATH", "")
+    env = child_env()
     try:
         proc = subprocess.run([sys.executable, "-m", DEEP_MODULE, str(Path(path).resolve())], capture_output=True,
                               text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False)
@@ -23,12 +22,8 @@ def run_deep_check(path: Path, timeout: float = 600) -> dict[str, Any]:
         return {"ok": False, "error": f"torch.load did not finish within {timeout:.0f}s"}
     except OSError as exc:
         return {"ok": False, "error": f"could not start the deep check: {exc}"}
-    for line in reversed(proc.stdout.splitlines()):
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return data
+    data = last_json_object(proc.stdout)
+    if data is not None:
+        return data
     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
     return {"ok": False, "error": f"deep check failed (exit {proc.returncode}): {tail}"}

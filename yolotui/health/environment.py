@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yolotui.health.subprocess_json import child_env, last_json_object
 from yolotui.runs.atomic import atomic_write_json, read_json
 
 CACHE_FILE = "env_probe.json"
@@ -85,9 +85,7 @@ def cache_path() -> Path:
 
 def run_probe(timeout: float = PROBE_TIMEOUT_S, python: str | None = None) -> dict[str, Any]:
     """Run the probe subprocess now and return its JSON (with `error` set when it failed)."""
-    env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = package_root + os.pathsep + env.get("PYTHONPATH", "")
+    env = child_env()
     try:
         proc = subprocess.run([python or sys.executable, "-m", PROBE_MODULE], capture_output=True, text=True,
                               timeout=timeout, env=env, stdin=subprocess.DEVNULL, check=False)
@@ -95,13 +93,9 @@ def run_probe(timeout: float = PROBE_TIMEOUT_S, python: str | None = None) -> di
         return {"torch": None, "cuda_available": False, "error": f"probe timed out after {timeout:.0f}s"}
     except OSError as exc:
         return {"torch": None, "cuda_available": False, "error": f"probe could not start: {exc}"}
-    for line in reversed(proc.stdout.splitlines()):
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return data
+    data = last_json_object(proc.stdout)
+    if data is not None:
+        return data
     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
     return {"torch": None, "cuda_available": False, "error": f"probe failed (exit {proc.returncode}): {tail}"}
 
