@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from yolotui import safe_yaml
 from yolotui.errors import UserError
 from yolotui.runs.atomic import atomic_write_text
 
@@ -100,7 +101,7 @@ def load_yaml(path: Path, what: str = "file") -> dict[str, Any]:
     except OSError as exc:
         raise UserError(f"{what} {path}: cannot read it ({exc.strerror})") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml.load_text(text, f"{what} {path}")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

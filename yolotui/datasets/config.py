@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from yolotui import safe_yaml
 from yolotui.errors import UserError
 
 SPLITS = ("train", "val", "test")
@@ -44,7 +45,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise UserError(f"{path}: data.yaml not found; pass the path of a data set's yaml file")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = safe_yaml.load_file(path)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

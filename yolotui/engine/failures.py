@@ -12,12 +12,13 @@ suspect so no checkpoint is written from it.
 
 from __future__ import annotations
 
+import errno
 import os
 
 from yolotui.errors import UserError
 from yolotui.runs.failure_text import classify_text
 
-OOM, COMM, NAN, DATA, CRASH = "oom", "comm", "nan", "data", "crash"
+OOM, COMM, NAN, DATA, CRASH, DISK = "oom", "comm", "nan", "data", "crash", "disk"
 
 _COMM_TYPES = ("DistBackendError", "DistNetworkError", "DistStoreError", "DistError")
 
@@ -47,8 +48,10 @@ def classify_exception(exc: BaseException) -> str:
     if isinstance(exc, UserError) or "caught usererror" in text:
         return DATA
     by_text = classify_text(text)
-    if any(name == "OutOfMemoryError" for name in names) or by_text == OOM \
-            or any(isinstance(e, MemoryError) for e in chain):
+    if any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain) \
+            or "no space left on device" in text:
+        return DISK
+    if by_text == OOM:  # CUDA/cuDNN memory only: a host allocation failure is a crash (issue 14, item 15)
         return OOM
     if any(isinstance(e, ConnectionError) for e in chain) or any(name in _COMM_TYPES for name in names) \
             or by_text == COMM or any(word in text for word in ("nccl", "gloo", "c10d")):

@@ -44,12 +44,16 @@ class DriftItem:
 def _load_yaml(path: Path) -> tuple[Any, str | None]:
     import yaml
 
+    from yolotui import safe_yaml
+
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")), None
+        return safe_yaml.load_file(path), None
     except FileNotFoundError:
         return None, "missing"
     except (OSError, UnicodeDecodeError) as exc:
         return None, f"unreadable: {exc}"
+    except safe_yaml.YamlLimitError as exc:
+        return None, str(exc)
     except yaml.YAMLError as exc:
         return None, f"not valid YAML: {str(exc).splitlines()[0]}"
 

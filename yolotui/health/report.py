@@ -163,9 +163,11 @@ def _launch_logout(run_dir: Path) -> dict[str, Any] | None:
     """run.yaml's `logout` record (what the launcher applied), or None."""
     import yaml
 
+    from yolotui import safe_yaml
+
     try:
-        data = yaml.safe_load((Path(run_dir) / RUN_YAML).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = safe_yaml.load_file(Path(run_dir) / RUN_YAML)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         return None
     record = data.get("logout") if isinstance(data, dict) else None
     return record if isinstance(record, dict) else None

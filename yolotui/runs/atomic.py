@@ -29,8 +29,11 @@ def atomic_open(path: Path, mode: str = "wb") -> Iterator[io.IOBase]:  # typing 
     """Open a temporary file beside `path`; on a clean exit flush, fsync and `os.replace` it into place."""
     import tempfile  # here, not at the top: `yolotui ls` never writes and should not pay for it
 
+    from yolotui.runs.nofollow import refuse_link
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    refuse_link(path)  # never replace a planted symlink silently (issue 14, item 10)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, mode) as handle:

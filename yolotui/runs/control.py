@@ -24,6 +24,7 @@ Stopping a run that is not running changes nothing and returns `was_running=Fals
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import time
 from dataclasses import asdict, dataclass
@@ -32,13 +33,14 @@ from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.runs import lock, procs
-from yolotui.runs.atomic import atomic_write_json
-from yolotui.runs.layout import LIVE_STATES, RUNNING, STOP_REQUEST, STOPPED, STOPPING
+from yolotui.runs.layout import LIVE_STATES, LOCK_FILE, RUNNING, STOP_REQUEST, STOPPED, STOPPING
 from yolotui.runs.runconfig import handles_save_signal, read_run_config
 from yolotui.runs.status import RunStatus, effective_state, read_status
+from yolotui.runs.stoprequest import check_grace, read_stop_request, write_stop_request
 
 ACK_TIMEOUT_S = 3.0  # how long the supervisor gets to acknowledge a stop before we signal directly
 POLL_S = 0.1
+STARTUP_WAIT_S = 1.5  # how long a stop of a run that is not live waits for a start-up under way to show
 
 
 @dataclass
@@ -95,13 +97,110 @@ def trainer_group(run_dir: Path, status: RunStatus | None = None) -> int | None:
 
 
 def request_stop(run_dir: Path, force: bool = False, grace_s: float = 30.0) -> None:
-    """Write RUN/stop.request for the supervisor to act on."""
-    if grace_s < 0:
-        raise UserError(f"grace period must be 0 or more seconds (got {grace_s:g})")
-    atomic_write_json(Path(run_dir) / STOP_REQUEST, {
-        "requested": time.time(), "force": bool(force), "grace_s": float(grace_s),
-        "by": f"yolotui stop (pid {os.getpid()})",
-    })
+    """Write RUN/stop.request for the supervisor to act on (UserError for a NaN, infinite or negative grace)."""
+    write_stop_request(Path(run_dir) / STOP_REQUEST, force, grace_s, f"yolotui stop (pid {os.getpid()})")
+
+
+def _lock_writer(pid: int, run_dir: Path) -> bool:
+    """True when `pid` holds RUN/.lock open for writing (a claimer, supervisor or trainer; not a reader's probe)."""
+    target = os.stat(Path(run_dir) / LOCK_FILE)
+    fd_dir = Path("/proc") / str(pid) / "fd"
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            st = os.stat(fd_dir / fd)
+            if (st.st_dev, st.st_ino) != (target.st_dev, target.st_ino):
+                continue
+            flags = (Path("/proc") / str(pid) / "fdinfo" / fd).read_text().split("flags:", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if int(flags, 8) & os.O_ACCMODE != os.O_RDONLY:
+            return True
+    return False
+
+
+def orphaned_processes(run_dir: Path, status: RunStatus | None = None) -> list[int]:
+    """The run's live processes when its supervisor is gone (a trainer that kept the lock); [] otherwise.
+
+    These are the processes that hold the run's lock open for writing; none of them is the supervisor named
+    in status.json (issue 14, item 1).
+    """
+    run_dir = Path(run_dir)
+    if not lock.is_held(run_dir):
+        return []
+    try:
+        holding = [pid for pid in lock.holders(run_dir) if _lock_writer(pid, run_dir)]
+    except OSError:
+        return []
+    status = status if status is not None else read_status(run_dir)
+    supervisor = status.supervisor_pid if status is not None else None
+    if supervisor and supervisor in holding and procs.is_alive(supervisor):
+        return []
+    claimer = lock.owner_pid(run_dir)
+    if claimer is not None and claimer in holding:
+        return []  # a launch or resume is starting: it holds the lock and hands it to its supervisor
+    return holding
+
+
+def stop_orphans(run_dir: Path, pids: list[int], force: bool, grace_s: float, timeout_s: float) -> StopResult:
+    """Stop processes that outlived their supervisor: SIGTERM to their groups, SIGKILL after the grace."""
+    run_dir = Path(run_dir)
+    status = read_status(run_dir)
+    name = _name(run_dir, status)
+    started = time.monotonic()
+    groups = sorted({_group_of(pid) for pid in pids} - {None})  # type: ignore[arg-type]
+    for group in groups:
+        procs.signal_group(group, signal.SIGKILL if force else signal.SIGTERM)
+    kill_sent = force
+    deadline = started + timeout_s
+    while lock.is_held(run_dir) and time.monotonic() < deadline:
+        if not kill_sent and time.monotonic() - started >= grace_s:
+            for group in groups:
+                procs.signal_group(group, signal.SIGKILL)
+            kill_sent = True
+        time.sleep(POLL_S)
+    seconds = time.monotonic() - started
+    state = effective_state(run_dir)
+    listed = ", ".join(str(pid) for pid in pids)
+    what = f"SIGTERM{' then SIGKILL' if kill_sent and not force else ''}" if not force else "SIGKILL"
+    if lock.is_held(run_dir):
+        message = (f"run {name}: its supervisor is gone and its orphaned process(es) {listed} are still running "
+                   f"after {seconds:.0f} s ({what}); try again with --force")
+    else:
+        message = (f"run {name}: its supervisor was gone; stopped its orphaned process(es) {listed} after "
+                   f"{seconds:.1f} s ({what}); resume it with: yolotui resume {shlex.quote(str(run_dir))}")
+    return StopResult(str(run_dir), name, was_running=True, state=state, term_sent=not force,
+                      kill_sent=kill_sent, seconds=seconds, pgid=groups[0] if groups else None, message=message)
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def _withdraw_request(run_dir: Path) -> None:
+    """Remove our stop.request again when no start-up took it up (a stop of an ended run changes nothing)."""
+    request = read_stop_request(Path(run_dir) / STOP_REQUEST)
+    if request is not None and request.by.endswith(f"(pid {os.getpid()})"):
+        try:
+            (Path(run_dir) / STOP_REQUEST).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def _wait_for_startup(run_dir: Path, seconds: float = STARTUP_WAIT_S) -> bool:
+    """True when the run's lock becomes held within `seconds` (a launch or resume was starting)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if lock.is_held(run_dir):
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: bool = True,
@@ -112,14 +211,26 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
     reports the signals sent; otherwise returns right after the request is written.
     """
     run_dir = Path(run_dir)
+    check_grace(grace_s)
     status = read_status(run_dir)
     name = _name(run_dir, status)
     state = effective_state(run_dir, status)
-    if state not in LIVE_STATES:
-        return StopResult(str(run_dir), name, was_running=False, state=state,
-                          message=f"run {name} is not running ({state}); nothing to stop")
     started = time.monotonic()
-    request_stop(run_dir, force, grace_s)
+    if state not in LIVE_STATES:
+        # A launch or resume may be starting right now (issue 14, item 3): the request is honoured by a start-up
+        # that began before it, and we wait a moment for that start-up to take the lock.
+        request_stop(run_dir, force, grace_s)
+        if not _wait_for_startup(run_dir, STARTUP_WAIT_S if wait else 0.0):
+            _withdraw_request(run_dir)
+            return StopResult(str(run_dir), name, was_running=False, state=state,
+                              message=f"run {name} is not running ({state}); nothing to stop")
+        status = read_status(run_dir)
+    else:
+        request_stop(run_dir, force, grace_s)
+    timeout = timeout_s if timeout_s is not None else grace_s + 30.0
+    orphans = orphaned_processes(run_dir, status)
+    if orphans:
+        return stop_orphans(run_dir, orphans, force, grace_s, timeout)
     pgid = trainer_group(run_dir, status)
     if not wait:
         return StopResult(str(run_dir), name, was_running=True, state=STOPPING, pgid=pgid,
@@ -139,6 +250,10 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
         if now >= deadline:
             break
         acknowledged = status is not None and status.state == STOPPING
+        if status is not None and status.supervisor_pid and not procs.is_alive(status.supervisor_pid):
+            orphans = orphaned_processes(run_dir, status)  # the supervisor died during the stop
+            if orphans:
+                return stop_orphans(run_dir, orphans, force, grace_s, max(1.0, deadline - now))
         if not acknowledged and now - started >= ACK_TIMEOUT_S:
             group = trainer_group(run_dir, status)
             if group is not None and direct_term is None:

@@ -26,11 +26,9 @@ class EventWriter:
         """Append one event of `type_` with `fields`; returns the event written."""
         event: Event = {"ts": round(time.time(), 3), "type": type_, "attempt": self.attempt, **fields}
         line = json.dumps(event, default=_jsonable, allow_nan=True, separators=(",", ":")) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
+        from yolotui.runs.nofollow import append_bytes
+
+        append_bytes(self.path, line.encode("utf-8"))
         return event
 
 

@@ -8,8 +8,12 @@ train.log for them when an attempt ends without an event.
 from __future__ import annotations
 
 # Lower-case fragments. Out of memory: also when a DataLoader worker re-raises it ("Caught OutOfMemoryError").
-OOM_TEXT = ("cuda out of memory", "outofmemoryerror", "cublas_status_alloc_failed", "cudnn_status_alloc_failed",
-            "hip out of memory", "mps backend out of memory")
+# Only accelerator memory: a host (CPU) allocation failure is not `oom` and gets no CUDA remedies (issue 14,
+# item 15); torch words both as "OutOfMemoryError", so the bare class name counts only beside a device word.
+OOM_TEXT = ("cuda out of memory", "cublas_status_alloc_failed", "cudnn_status_alloc_failed",
+            "cudnn_status_not_enough_workspace", "hip out of memory", "mps backend out of memory")
+DEVICE_WORDS = ("cuda", "cudnn", "cublas", "gpu", "hip", "mps")
+HOST_ALLOC_TEXT = ("defaultcpuallocator", "alloc_cpu", "cannot allocate memory", "memoryerror")
 COMM_TEXT = ("nccl error", "ncclerror", "ncclsystemerror", "ncclremoteerror", "ncclinternalerror",
              "processgroupnccl", "processgroupgloo", "gloo/transport", "connection reset by peer",
              "connectionreseterror", "collective operation timeout", "watchdog caught collective",
@@ -20,6 +24,9 @@ def classify_text(text: str | None) -> str | None:
     """'oom' or 'comm' when `text` holds one of their tell-tale messages, else None."""
     lowered = (text or "").lower()
     if any(fragment in lowered for fragment in OOM_TEXT):
+        return "oom"
+    if "outofmemoryerror" in lowered and any(word in lowered for word in DEVICE_WORDS) \
+            and not any(fragment in lowered for fragment in HOST_ALLOC_TEXT):
         return "oom"
     if any(fragment in lowered for fragment in COMM_TEXT):
         return "comm"

@@ -25,13 +25,14 @@ from typing import Any
 
 import yolotui
 from yolotui.errors import UserError
-from yolotui.runs import index, lock, policy
+from yolotui.runs import index, lock, policy, procs
 from yolotui.runs.layout import QUEUED, STOP_REQUEST, SUPERVISOR_LOG
 from yolotui.runs.runconfig import RESERVED_KEYS, write_run_config
 from yolotui.runs.status import RunStatus, read_status, write_status
 from yolotui.runs.store import check_writable, validate_name
 
 START_TIMEOUT_S = 2.0
+LOCK_FD_FLAG = "--lock-fd"  # tells the supervisor which inherited descriptor holds the run's lock
 
 
 def package_root() -> Path:
@@ -100,15 +101,37 @@ def launch(
     backoff_s: float = policy.DEFAULT_BACKOFF_S,
     cwd: Path | None = None,
     restart: dict[str, Any] | None = None,
+    lock_fd: int | None = None,
+    checkpoint_hint: int | None = None,
 ) -> RunStatus:
     """Start `command` as a supervised, detached run in `run_dir`; returns its status once supervised.
 
     `env` adds variables to the command's environment; `extra` adds options to run.yaml (e.g. `resume_args`,
     `save_signal`, a backend's resolved options); `cwd` is the command's working folder (default: ours);
     `restart` adds restart settings (e.g. `min_batch`, `collective_timeout_s`, `backoff_max_s`; see remedies).
-    Raises UserError for an unwritable folder, a bad name, a missing program or a run that is still live,
-    always before anything detaches.
+    Raises UserError for an unwritable folder, a bad name, a missing program, too little disk space or a run
+    that is still live, always before anything detaches.
+
+    `lock_fd` is the run's lock, already claimed by the caller (`lock.claim`) before it wrote opt.yaml; without
+    it the lock is claimed here, before run.yaml is written (RunBusy naming the owner when another process has
+    it). Either way launch() owns the descriptor from then on: it hands it to the supervisor (which hands it
+    to the trainer), so the run stays owned from the first write to the trainer's last breath, and closes its
+    own copy. `checkpoint_hint` is the expected size of one checkpoint (e.g. the initial weights) for the
+    free-space check.
     """
+    try:
+        return _launch(run_dir, command, name=name, backend=backend, device=device, max_attempts=max_attempts,
+                       env=env, extra=extra, backoff_s=backoff_s, cwd=cwd, restart=restart, lock_fd=lock_fd,
+                       checkpoint_hint=checkpoint_hint)
+    finally:
+        lock.release(lock_fd)
+
+
+def _launch(run_dir: Path, command: Sequence[str], *, name: str, backend: str, device: str | None,
+            max_attempts: int, env: dict[str, str] | None, extra: dict[str, Any] | None, backoff_s: float,
+            cwd: Path | None, restart: dict[str, Any] | None, lock_fd: int | None,
+            checkpoint_hint: int | None) -> RunStatus:
+    """launch() with the caller's lock descriptor (closed by launch(), whatever happens here)."""
     run_dir = Path(run_dir).resolve()
     validate_name(name)
     check_writable(run_dir.parent)
@@ -127,8 +150,26 @@ def launch(
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"cannot create run folder {run_dir}: {exc.strerror}; choose another --project") from exc
-    if lock.is_held(run_dir):
-        raise UserError(f"run {run_dir} is live (its supervisor holds .lock): stop it first or use another name")
+    own_fd = None
+    if lock_fd is None:
+        own_fd = lock_fd = lock.claim(run_dir, f"yolotui launch of {name}")
+    try:
+        return _start(run_dir, argv, lock_fd, name=name, backend=backend, device=device,
+                      max_attempts=max_attempts, env=env, extra=extra, backoff_s=backoff_s, workdir=workdir,
+                      restart=restart, checkpoint_hint=checkpoint_hint)
+    finally:
+        lock.release(own_fd)
+
+
+def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: str, device: str | None,
+           max_attempts: int, env: dict[str, str], extra: dict[str, Any], backoff_s: float, workdir: Path,
+           restart: dict[str, Any] | None, checkpoint_hint: int | None) -> RunStatus:
+    """Write run.yaml and status.json and start the supervisor, the run's lock held in `lock_fd`."""
+    from yolotui.runs import diskspace
+    from yolotui.runs.nofollow import append_bytes, open_append
+
+    diskspace.check_room(run_dir, checkpoint_hint)
+    launch_started = procs.start_time(os.getpid()) or time.time()
 
     config: dict[str, Any] = {
         "name": name,
@@ -145,10 +186,7 @@ def launch(
     start_argv, logout_record = session_guard(supervisor_argv(run_dir), run_dir, name)
     config["logout"] = logout_record  # how the supervisor survives logout, for the launch output and doctor
     write_run_config(run_dir, config)
-    try:
-        (run_dir / STOP_REQUEST).unlink()  # a stale request from an earlier life of this folder
-    except FileNotFoundError:
-        pass
+    drop_stale_stop_request(run_dir, launch_started)
     status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
                        command=argv, backend=backend, device=device)
     write_status(run_dir, status)
@@ -158,29 +196,53 @@ def launch(
     root = str(package_root())
     child_env["PYTHONPATH"] = root + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
     log_path = run_dir / SUPERVISOR_LOG
-    with open(log_path, "ab") as log_file:
-        log_file.write(f"launcher: logout: {logout_record['note']}\n".encode())
-        if logout_record.get("warning"):
-            log_file.write(f"launcher: warning: {logout_record['warning']}\n".encode())
-        log_file.flush()
+    append_bytes(log_path, f"launcher: logout: {logout_record['note']}\n".encode())
+    if logout_record.get("warning"):
+        append_bytes(log_path, f"launcher: warning: {logout_record['warning']}\n".encode())
+    log_fd = open_append(log_path)
+    try:
         proc = subprocess.Popen(  # an argv list, never a shell
-            start_argv,
+            [*start_argv, LOCK_FD_FLAG, str(lock_fd)],
             stdin=subprocess.DEVNULL,
-            stdout=log_file,
+            stdout=log_fd,
             stderr=subprocess.STDOUT,
             cwd=str(run_dir),
             env=child_env,
             close_fds=True,
+            pass_fds=(lock_fd,),  # the run's lock: the supervisor owns the run from its first instant
             start_new_session=True,
         )
+    finally:
+        os.close(log_fd)
     _reap_in_background(proc)
 
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        if lock.is_held(run_dir):
-            break
-        if proc.poll() is not None and not lock.is_held(run_dir):
+        current = read_status(run_dir)
+        if current is not None and current.supervisor_pid and (current.updated or 0) >= launch_started:
+            return current
+        if proc.poll() is not None:
             detail = _last_line(log_path) or f"exit code {proc.returncode}"
             raise UserError(f"the supervisor of {run_dir} did not start: {detail} (see {log_path})")
         time.sleep(0.02)
     return read_status(run_dir) or status
+
+
+def drop_stale_stop_request(run_dir: Path, launch_started: float) -> None:
+    """Remove a stop.request written before this launch began; keep one written since (a stop during start-up).
+
+    A `yolotui stop` that arrives while a launch or resume is starting is honoured by the new supervisor at
+    once (issue 14, item 3); an old request left from an earlier life of the folder is not.
+    """
+    from yolotui.runs.stoprequest import read_stop_request
+
+    path = run_dir / STOP_REQUEST
+    request = read_stop_request(path)
+    if request is None:
+        return
+    if request.requested >= launch_started:
+        return
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass

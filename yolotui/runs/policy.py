@@ -9,6 +9,8 @@ easy to test and to extend. The classes today:
 - killed by a signal the supervisor did not send (SIGKILL from the OOM killer, `kill` by hand ...)
                                            -> class `killed`, no retry: offered for resume
 - the command could not be started        -> class `data` (a configuration error), no retry
+- out of disk space (ENOSPC / quota, in the error event or the log tail)
+                                           -> class `disk`, no retry; the message names the folder and free space
 - any other nonzero exit                   -> class `crash`, retried while attempts < max_attempts
 
 The trainer's `error` event of the attempt names the class first (oom, comm, nan, data, crash; see
@@ -21,6 +23,7 @@ On every retry the `resume_args` list from run.yaml (e.g. `["--resume"]`) is app
 
 from __future__ import annotations
 
+import shlex
 import signal
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +37,7 @@ NAN = "nan"
 DATA = "data"
 KILLED = "killed"
 CRASH = "crash"
+DISK = "disk"  # out of disk space or quota: never retried (issue 14, item 12)
 
 DEFAULT_BACKOFF_S = 2.0
 DEFAULT_BACKOFF_MAX_S = 60.0
@@ -143,6 +147,9 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
                         message=f"{how}, not sent by yolotui",
                         remedy="not retried: something outside yolotui ended it (the OOM killer, a `kill`, "
                                f"a shutdown); resume it when the cause is gone: yolotui resume {name}".rstrip())
+    disk = _disk_full_decision(event_class, event_message, record, run_config, how)
+    if disk is not None:
+        return disk
     from yolotui.runs.failure_text import classify_text
 
     log_class = None if event_class else classify_text(record.get("log_tail"))
@@ -154,6 +161,24 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
 
     return plan_remedy(failure_class, message, record, run_config, events_since_attempt,
                        run_dir=record.get("run_dir"), changes_so_far=record.get("changes_so_far"))
+
+
+def _disk_full_decision(event_class: str | None, event_message: str, record: dict[str, Any],
+                        run_config: dict[str, Any], how: str) -> Decision | None:
+    """Class `disk` (no retry) when the attempt failed for lack of disk space (issue 14, item 12)."""
+    from yolotui.runs import diskspace
+
+    if event_class not in (None, DISK, "io", CRASH):
+        return None
+    if event_class != DISK and not diskspace.is_disk_full(text=event_message) and \
+            not (event_class is None and diskspace.is_disk_full(text=record.get("log_tail"))):
+        return None
+    folder = record.get("run_dir") or run_config.get("cwd") or "."
+    name = record.get("name") or run_config.get("name") or ""
+    return Decision(retry=False, state=FAILED, failure_class=DISK,
+                    message=f"{how}: {diskspace.disk_message(folder)}",
+                    remedy=f"not retried: free space on the disk holding {folder}, then resume it: "
+                           f"yolotui resume {shlex.quote(str(name))}".rstrip())
 
 
 def _matching_line(text: str, failure_class: str) -> str:

@@ -81,3 +81,17 @@ def signal_group(pgid: int, sig: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def start_time(pid: int) -> float | None:
+    """When `pid` started, as unix seconds (from /proc: boot time + start ticks); None when unknown."""
+    fields = _stat_fields(pid)
+    if not fields or len(fields) < 20:
+        return None
+    try:
+        ticks = int(fields[19])
+        with open(_PROC / "stat", encoding="ascii") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+    except (OSError, ValueError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -44,11 +43,9 @@ def append_row(path: Path, epoch: int, values: Sequence[float]) -> None:
     line = format_row(epoch, values)
     if not path.exists() or path.stat().st_size == 0:
         line = header_line() + line
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode("ascii"))
-    finally:
-        os.close(fd)
+    from yolotui.runs.nofollow import append_bytes
+
+    append_bytes(path, line.encode("ascii"))
 
 
 def read_rows(path: Path) -> list[dict[str, float]]:

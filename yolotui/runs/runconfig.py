@@ -39,11 +39,13 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     """Parse run.yaml; UserError naming the file when it is missing or not a mapping with a command."""
     import yaml
 
+    from yolotui import safe_yaml
+
     path = run_yaml_path(run_dir)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror}); is this a yolotui run folder?") from exc
+        data = safe_yaml.load_file(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc}); is this a yolotui run folder?") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""

@@ -8,6 +8,8 @@ remedies (what was applied before the current attempt) and stop (a stop request 
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 from yolotui.runs import lock
 from yolotui.runs.atomic import atomic_write_json, read_json
 from yolotui.runs.layout import INTERRUPTED, LIVE_STATES, QUEUED, STATUS_JSON
+from yolotui.runs.status_schema import status_problem, unreadable_line
 
 
 @dataclass
@@ -60,17 +63,63 @@ def status_path(run_dir: Path) -> Path:
 
 
 def read_status(run_dir: Path) -> RunStatus | None:
-    """The run's status as written, or None when there is no readable status.json."""
-    data = read_json(status_path(run_dir))
-    if not isinstance(data, dict):
-        return None
-    return RunStatus.from_dict(data)
+    """The run's status as written, or None when there is no readable, well-typed status.json."""
+    return read_status_checked(run_dir)[0]
+
+
+def read_status_checked(run_dir: Path) -> tuple[RunStatus | None, str | None]:
+    """(status, problem): the status, or None and one line saying why status.json cannot be used.
+
+    The problem is None when the file is absent; else e.g. `unreadable: status.json: started: expected a
+    number` (issue 14, item 7).
+    """
+    path = status_path(run_dir)
+    if not path.exists():
+        return None, None
+    data = read_json(path)
+    if data is None:
+        return None, unreadable_line(STATUS_JSON, "not valid JSON")
+    problem = status_problem(data)
+    if problem is not None:
+        return None, unreadable_line(STATUS_JSON, problem)
+    return RunStatus.from_dict(data), None  # type: ignore[arg-type]
 
 
 def write_status(run_dir: Path, status: RunStatus) -> None:
     """Atomically replace the run's status.json, stamping `updated`."""
     status.updated = time.time()
     atomic_write_json(status_path(run_dir), status.to_dict())
+
+
+def write_status_resilient(run_dir: Path, status: RunStatus) -> str | None:
+    """write_status that survives a full disk; returns a line saying what went wrong, or None.
+
+    When the atomic write fails for lack of space, the record is rewritten in place into the blocks the old
+    status.json already occupies (compact JSON, shorter than the indented file), so the final state (failed,
+    class `disk`) still reaches the disk even when not one new block can be had (issue 14, item 12).
+    """
+    try:
+        write_status(run_dir, status)
+        return None
+    except OSError as exc:
+        first = f"cannot write {STATUS_JSON}: {exc.strerror or exc}"
+    path = status_path(run_dir)
+    data = json.dumps(status.to_dict(), separators=(",", ":"), sort_keys=True, default=str).encode()
+    try:
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return first
+    try:
+        if os.fstat(fd).st_size < len(data):
+            return first + "; no room to rewrite it in place either"
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+        os.fsync(fd)
+    except OSError as exc:
+        return first + f"; in-place rewrite failed too ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+    return first + "; rewritten in place"
 
 
 def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:

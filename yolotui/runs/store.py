@@ -71,6 +71,8 @@ def create_run_dir(project: Path, name: str, exist_ok: bool = False) -> Path:
     validate_name(name)
     check_writable(project)
     path = Path(project) / name if exist_ok else next_free_path(project, name)
+    if exist_ok and path.is_dir():
+        set_aside_previous(path)
     try:
         (path / "weights").mkdir(parents=True, exist_ok=exist_ok)
     except FileExistsError:
@@ -79,3 +81,35 @@ def create_run_dir(project: Path, name: str, exist_ok: bool = False) -> Path:
     except OSError as exc:
         raise UserError(f"cannot create run folder {path}: {exc.strerror}; choose another --project") from exc
     return path.resolve()
+
+
+# The files of one life of a run folder: a reused folder (--exist-ok) starts without them.
+PREVIOUS_FILES = ("status.json", "events.jsonl", "results.csv", "train.log", "supervisor.log", "stop.request")
+
+
+def set_aside_previous(run_dir: Path) -> Path | None:
+    """Move an earlier run's logs and records into `previous-<time>/` so a new run never mixes with them.
+
+    Used when `--exist-ok` reuses a folder (issue 14, item 10); returns the folder they went to, or None when
+    there was nothing to move. Symlinks are moved as links, never followed.
+    """
+    import time
+
+    run_dir = Path(run_dir)
+    found = [run_dir / name for name in PREVIOUS_FILES if os.path.lexists(run_dir / name)]
+    if not found:
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = run_dir / f"previous-{stamp}"
+    n = 2
+    while os.path.lexists(target):
+        target = run_dir / f"previous-{stamp}-{n}"
+        n += 1
+    try:
+        target.mkdir()
+        for path in found:
+            os.replace(path, target / path.name)
+    except OSError as exc:
+        raise UserError(f"cannot set aside the earlier run's files in {run_dir}: {exc.strerror}; "
+                        "choose another --name") from exc
+    return target

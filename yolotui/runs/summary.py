@@ -29,6 +29,7 @@ from yolotui.runs.layout import (
     STOPPED,
     WEIGHTS_DIR,
 )
+from yolotui.runs.status_schema import status_problem, unreadable_line
 
 TAIL_BYTES = 64 * 1024
 
@@ -185,9 +186,16 @@ def _checkpoint_mtime(folder: str) -> float | None:
 
 def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, float | None]:
     """(summary, state as recorded in status.json, checkpoint mtime)."""
-    status = read_json(os.path.join(folder, STATUS_JSON))
-    if not isinstance(status, dict):
-        status = None
+    status_file = os.path.join(folder, STATUS_JSON)
+    status = read_json(status_file)
+    problem = None
+    if status is None and os.path.exists(status_file):
+        problem = unreadable_line(STATUS_JSON, "not valid JSON")
+    elif status is not None:
+        problem = status_problem(status)
+        problem = unreadable_line(STATUS_JSON, problem) if problem else None
+    if problem is not None:
+        status = None  # one bad field must not take down the table (issue 14, item 7)
     recorded = str(status.get("state")) if status is not None and status.get("state") else None
     summary = RunSummary(name=name or (status or {}).get("name") or os.path.basename(folder), path=folder,
                          state=derived_state(folder, recorded))
@@ -198,6 +206,8 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
         summary.updated = status.get("updated")
         summary.failure_class = status.get("failure_class")
         summary.message = status.get("message")
+    if problem is not None:
+        summary.message = problem
     summary.epoch, summary.best_map = results_facts(os.path.join(folder, RESULTS_CSV))
     summary.epochs, done = last_epochs(os.path.join(folder, EVENTS_JSONL))
     if done and summary.epoch is None:

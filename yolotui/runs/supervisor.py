@@ -35,8 +35,9 @@ from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.runs import lock, policy, procs, remedies
-from yolotui.runs.atomic import read_json
 from yolotui.runs.events import EventFollower
+from yolotui.runs.grace import checkpoint_being_written, effective_grace
+from yolotui.runs.launcher import LOCK_FD_FLAG
 from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
@@ -47,13 +48,21 @@ from yolotui.runs.layout import (
     STOPPING,
     TRAIN_LOG,
 )
+from yolotui.runs.nofollow import append_bytes, open_append
 from yolotui.runs.runconfig import read_run_config
-from yolotui.runs.status import RunStatus, read_status, write_status
+from yolotui.runs.status import RunStatus, read_status, write_status_resilient
+from yolotui.runs.stoprequest import read_stop_request
 
 POLL_S = 0.1
 DEFAULT_GRACE_S = 30.0
+WRITE_SETTLE_S = 5.0  # after a checkpoint write seen during a stop, the trainer gets this long to exit
 LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
 LOCK_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
+
+# Signals that would end the supervisor by default but mean nothing to it: logged and ignored (issue 14, item 4).
+STRAY_SIGNALS = tuple(getattr(signal, name) for name in (
+    "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGPIPE", "SIGIO", "SIGPWR", "SIGXCPU", "SIGXFSZ",
+    "SIGSTKFLT") if hasattr(signal, name))
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -71,8 +80,11 @@ def _now_iso(ts: float | None = None) -> str:
 
 
 def log(message: str) -> None:
-    """A timestamped line on the supervisor's own log (its stdout is RUN/supervisor.log)."""
-    print(f"[{_now_iso()}] {message}", flush=True)
+    """A timestamped line on the supervisor's own log (its stdout is RUN/supervisor.log); never raises."""
+    try:
+        print(f"[{_now_iso()}] {message}", flush=True)
+    except OSError:  # a full disk must not take the supervisor down (issue 14, item 12)
+        pass
 
 
 class Supervisor:
@@ -90,6 +102,10 @@ class Supervisor:
         self.outside_stop: int | None = None  # a SIGTERM/SIGINT sent to the supervisor itself
         self.stop: dict[str, Any] | None = None
         self.signals_sent: list[int] = []
+        self.lock_fd: int | None = None  # the run's lock: handed to every trainer so it keeps the run owned
+        self.stray_signals: list[int] = []
+        self.write_seen_at = 0.0  # when a checkpoint write was last seen under way during a stop
+        self.stop_mtime_ns: int | None = None  # of the stop.request acted on; a newer one may force the stop
 
     # -- signals and status ---------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -101,36 +117,50 @@ class Supervisor:
 
         signal.signal(signal.SIGTERM, on_stop_signal)
         signal.signal(signal.SIGINT, on_stop_signal)
+
+        def on_stray_signal(signum, _frame):
+            self.stray_signals.append(signum)  # logged from the poll loop: no I/O inside a handler
+
+        for sig in STRAY_SIGNALS:  # issue 14, item 4: a stray signal never kills the supervisor silently
+            signal.signal(sig, on_stray_signal)
         if self.libc is not None:
             # Orphans of the trainer are re-parented to us and reaped, even where PID 1 reaps nothing.
             self.libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
     def save(self) -> None:
-        """Write status.json."""
-        write_status(self.run_dir, self.status)
+        """Write status.json; on a full disk log it and go on (status.write_status_resilient)."""
+        problem = write_status_resilient(self.run_dir, self.status)
+        if problem:
+            log(f"warning: {problem}")
+
+    def note_stray_signals(self) -> None:
+        """Log the stray signals received since the last poll (they are ignored)."""
+        while self.stray_signals:
+            log(f"ignored {policy.signal_name(self.stray_signals.pop(0))} (not a signal the supervisor acts on)")
 
     # -- stop handling --------------------------------------------------------------------------------------
     def stop_wanted(self) -> dict[str, Any] | None:
         """The pending stop request (from RUN/stop.request or a signal to the supervisor), if any."""
+        request = read_stop_request(self.run_dir / STOP_REQUEST)
         if self.stop is not None:
+            if request is not None and request.force and not self.stop["force"] \
+                    and request.mtime_ns != self.stop_mtime_ns:
+                self.stop_mtime_ns = request.mtime_ns
+                self.stop["force"] = True  # --force overrides a graceful stop under way, at once
+                log(f"stop forced by {request.by}")
             return self.stop
-        request = None
-        path = self.run_dir / STOP_REQUEST
-        if path.exists():
-            request = read_json(path) or {}
-            request.setdefault("by", "yolotui stop")
+        if request is not None:
+            if request.problem:
+                log(f"warning: {STOP_REQUEST}: {request.problem}")
+            self.stop_mtime_ns = request.mtime_ns
+            fields = {"requested": request.requested, "by": request.by, "force": request.force,
+                      "grace_s": request.grace_s}
         elif self.outside_stop is not None:
-            request = {"by": f"{policy.signal_name(self.outside_stop)} to the supervisor"}
-        if request is None:
+            fields = {"requested": time.time(), "by": f"{policy.signal_name(self.outside_stop)} to the supervisor",
+                      "force": False, "grace_s": DEFAULT_GRACE_S}
+        else:
             return None
-        self.stop = {
-            "requested": float(request.get("requested") or time.time()),
-            "by": str(request.get("by")),
-            "force": bool(request.get("force", False)),
-            "grace_s": float(request.get("grace_s", DEFAULT_GRACE_S)),
-            "term_sent": None,
-            "kill_sent": None,
-        }
+        self.stop = {**fields, "term_sent": None, "kill_sent": None}
         log(f"stop requested by {self.stop['by']} (force={self.stop['force']}, grace {self.stop['grace_s']:g} s)")
         return self.stop
 
@@ -146,11 +176,30 @@ class Supervisor:
             self.send_group(sig)
             stop["kill_sent" if stop["force"] else "term_sent"] = now
             changed = True
-        elif stop["kill_sent"] is None and now - stop["term_sent"] >= stop["grace_s"]:
-            log(f"trainer still running {stop['grace_s']:g} s after SIGTERM: sending SIGKILL")
+        elif stop["kill_sent"] is None and stop["force"]:
+            log("stop forced: sending SIGKILL now")
             self.send_group(signal.SIGKILL)
             stop["kill_sent"] = now
             changed = True
+        elif stop["kill_sent"] is None:
+            grace, why = effective_grace(stop["grace_s"], self.run_dir, self.status.attempt)
+            if grace != stop.get("grace_used_s"):
+                stop["grace_used_s"], stop["grace_why"] = grace, why
+                changed = True
+            writing = checkpoint_being_written(self.run_dir)
+            if writing is not None:
+                self.write_seen_at = now
+            if now - stop["term_sent"] >= grace:
+                if writing is not None:
+                    if not stop.get("waiting_for"):
+                        log(f"grace over but {writing.name} is being written: waiting for it before SIGKILL")
+                        stop["waiting_for"] = writing.name
+                        changed = True
+                elif now - self.write_seen_at >= WRITE_SETTLE_S:  # let it exit after its write
+                    log(f"trainer still running {grace:g} s after SIGTERM ({why}): sending SIGKILL")
+                    self.send_group(signal.SIGKILL)
+                    stop["kill_sent"] = now
+                    changed = True
         if changed or self.status.state != STOPPING:
             self.status.state = STOPPING
             self.status.stop = dict(stop)
@@ -189,24 +238,29 @@ class Supervisor:
     def spawn(self, argv: list[str], env: dict[str, str]) -> None:
         """Start the trainer in its own session/process group, stdout and stderr appended to train.log."""
         cwd = self.config.get("cwd") or str(self.run_dir)
-        with open(self.run_dir / TRAIN_LOG, "ab") as log_file:
+        log_fd = open_append(self.run_dir / TRAIN_LOG)  # never through a symlink (issue 14, item 10)
+        try:
             self.trainer = subprocess.Popen(  # an argv list from run.yaml, never a shell
                 argv,
                 stdin=subprocess.DEVNULL,
-                stdout=log_file,
+                stdout=log_fd,
                 stderr=subprocess.STDOUT,
                 cwd=cwd,
                 env=env,
                 close_fds=True,
+                pass_fds=(self.lock_fd,) if self.lock_fd is not None else (),  # the trainer keeps the run owned
                 start_new_session=True,
                 preexec_fn=self.child_setup,  # safe: the supervisor is single-threaded
             )
+        finally:
+            os.close(log_fd)
         self.trainer_pgid = self.trainer.pid
         self.trainer_wait_status = None
 
     def wait_for_trainer(self) -> None:
         """Poll until the trainer exits, acting on stop requests as they come."""
         while self.trainer_wait_status is None:
+            self.note_stray_signals()
             if self.stop_wanted() is not None:
                 self.advance_stop()
             self.reap()
@@ -249,8 +303,10 @@ class Supervisor:
                     prefix = "" if handle.read(1) == b"\n" else "\n"
         except OSError:
             pass
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"{prefix}===== yolotui: {text} =====\n")
+        try:
+            append_bytes(path, f"{prefix}===== yolotui: {text} =====\n".encode("utf-8", "replace"))
+        except (OSError, UserError) as exc:  # a full disk or a planted symlink: the marker is lost, the run is not
+            log(f"warning: cannot write a marker to {path.name}: {getattr(exc, 'strerror', None) or exc}")
 
     # -- the attempt loop -----------------------------------------------------------------------------------
     def attempt_env(self, attempt: int, changes: dict[str, Any]) -> dict[str, str]:
@@ -260,6 +316,8 @@ class Supervisor:
         env.update(policy.env_for_attempt(self.config, changes))
         env["YOLOTUI_RUN_DIR"] = str(self.run_dir)
         env["YOLOTUI_ATTEMPT"] = str(attempt)
+        if self.lock_fd is not None:
+            env["YOLOTUI_LOCK_FD"] = str(self.lock_fd)
         return env
 
     def finish(self, state: str, message: str, record: dict[str, Any] | None = None,
@@ -297,6 +355,7 @@ class Supervisor:
         self.status.attempts = []
         self.status.remedies = []
         self.status.stop = None
+        self.save()  # the supervisor is in charge from here: the launcher waits for this
         log(f"supervising {self.run_dir} (pid {self.pid}, up to {max_attempts} attempt(s))")
 
         changes: dict[str, Any] = {}
@@ -321,8 +380,8 @@ class Supervisor:
             spawn_error = None
             try:
                 self.spawn(argv, self.attempt_env(attempt, changes))
-            except OSError as exc:
-                spawn_error = f"{argv[0]}: {exc.strerror or exc}"
+            except (OSError, UserError) as exc:
+                spawn_error = f"{argv[0]}: {getattr(exc, 'strerror', None) or exc}"
                 self.trainer_pgid = None
                 log(f"cannot start {_display(argv)}: {spawn_error}")
             else:
@@ -368,6 +427,7 @@ class Supervisor:
             self.save()
             deadline = time.time() + decision.delay_s
             while time.time() < deadline and self.stop_wanted() is None:
+                self.note_stray_signals()
                 self.reap()
                 time.sleep(POLL_S)
 
@@ -414,21 +474,41 @@ def acquire_lock(run_dir: Path) -> int | None:
     return None
 
 
+def adopt_lock(run_dir: Path, fd: int) -> int | None:
+    """Take over the lock descriptor the launcher handed down; None unless it really is RUN/.lock, held."""
+    import fcntl
+
+    try:
+        mine, expected = os.fstat(fd), os.stat(lock.lock_path(run_dir))
+        if (mine.st_dev, mine.st_ino) != (expected.st_dev, expected.st_ino):
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already (same open file): succeeds at once
+    except OSError:
+        return None
+    os.set_inheritable(fd, False)
+    return fd
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: supervise the run folder given as the only argument."""
     args = sys.argv[1:] if argv is None else argv
+    inherited: int | None = None
+    if len(args) == 3 and args[1] == LOCK_FD_FLAG and args[2].isdigit():
+        inherited, args = int(args[2]), args[:1]
     if len(args) != 1:
-        print("usage: python -m yolotui.runs.supervisor RUN_DIR", file=sys.stderr)
+        print(f"usage: python -m yolotui.runs.supervisor RUN_DIR [{LOCK_FD_FLAG} FD]", file=sys.stderr)
         return 2
     run_dir = Path(args[0]).resolve()
     if not run_dir.is_dir():
         print(f"supervisor: {run_dir} is not a folder", file=sys.stderr)
         return 2
-    fd = acquire_lock(run_dir)
+    fd = adopt_lock(run_dir, inherited) if inherited is not None else acquire_lock(run_dir)
     if fd is None:
-        log(f"another supervisor holds {run_dir / '.lock'}; exiting")
+        log(f"another process holds {run_dir / '.lock'} ({lock.owner(run_dir) or 'unknown'}); exiting")
         return 3
+    lock.write_owner(fd, f"the supervisor of {run_dir.name}")
     supervisor = Supervisor(run_dir)
+    supervisor.lock_fd = fd
     supervisor.install_signal_handlers()
     try:
         return supervisor.run()

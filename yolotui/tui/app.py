@@ -59,7 +59,9 @@ class YolotuiApp(RunActionsMixin, App[int]):
         for theme in loaded:
             self.register_theme(theme)
             self.own_theme_names.append(theme.name)
-        wanted = self.requested_theme or theme_files.load_settings().get("theme") or theme_files.DEFAULT_THEME
+        settings, ignored = theme_files.load_settings_checked()
+        self.theme_problems += ignored
+        wanted = self.requested_theme or settings.get("theme") or theme_files.DEFAULT_THEME
         if wanted not in self.available_themes:
             if self.requested_theme:
                 raise UserError(f"unknown theme '{wanted}'; choose one of: {', '.join(self.theme_names())}")

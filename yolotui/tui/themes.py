@@ -88,11 +88,43 @@ def settings_path() -> Path:
 
 def load_settings() -> dict[str, Any]:
     """The saved settings; {} when there are none or the file is unreadable."""
+    return load_settings_checked()[0]
+
+
+SETTING_TYPES: dict[str, type] = {"theme": str}
+
+
+def load_settings_checked() -> tuple[dict[str, Any], list[str]]:
+    """(settings, what was ignored): a broken settings.yaml (not UTF-8, not YAML, a wrongly typed field) never
+    stops the TUI; it starts with the defaults and says, one line per problem, what it ignored (issue 14)."""
+    from yolotui import safe_yaml
+
+    path = settings_path()
     try:
-        data = yaml.load(settings_path().read_text(encoding="utf-8"), Loader=_LOADER)  # noqa: S506
-    except (OSError, yaml.YAMLError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        data = safe_yaml.load_file(path)
+    except FileNotFoundError:
+        return {}, []
+    except UnicodeDecodeError:
+        return {}, [f"{path}: not UTF-8 text; ignored it and started with the default settings"]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        return {}, [f"{path}{where}: not valid YAML; ignored it and started with the default settings"]
+    except (OSError, UserError) as exc:
+        return {}, [f"{path}: {getattr(exc, 'strerror', None) or exc}; started with the default settings"]
+    if data is None:
+        return {}, []
+    if not isinstance(data, dict):
+        return {}, [f"{path}: expected a mapping such as 'theme: yolo-night'; ignored it"]
+    settings, problems = {}, []
+    for key, value in data.items():
+        expected = SETTING_TYPES.get(str(key))
+        if expected is not None and not isinstance(value, expected):
+            problems.append(f"{path}: {key}: expected {expected.__name__}, got {type(value).__name__}; "
+                            "ignored it (default used)")
+            continue
+        settings[str(key)] = value
+    return settings, problems
 
 
 def save_settings(settings: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from yolotui import safe_yaml
 from yolotui.errors import UserError
 
 CPU = "cpu"
@@ -134,8 +135,10 @@ def check_model_path(value: str) -> Path:
     if not path.is_file():
         raise UserError(f"{text}: no such file")
     try:
-        cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        cfg = safe_yaml.load_file(path, text)
+    except UserError:
+        raise
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise UserError(f"{text}: not readable YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(cfg, dict) or not isinstance(cfg.get("backbone"), list) or not isinstance(cfg.get("head"), list):
         raise UserError(f"{text}: not a model YAML (needs 'backbone' and 'head' lists)")
@@ -246,8 +249,8 @@ def _cfg_dict(value: Any, run_dir: Path | None) -> dict[str, Any] | None:
         except UserError:
             return None
     try:
-        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        loaded = safe_yaml.load_file(Path(path))
+    except (OSError, UnicodeDecodeError, UserError, yaml.YAMLError):
         return None
     return loaded if isinstance(loaded, dict) else None
 

@@ -22,6 +22,7 @@ import torch
 import yaml
 from torch import nn
 
+from yolotui import safe_yaml
 from yolotui.engine.model.blocks import ELAN1, SPPELAN, RepNBottleneck, RepNCSP, RepNCSPELAN4
 from yolotui.engine.model.conv import (
     AConv,
@@ -77,8 +78,8 @@ def load_model_yaml(cfg: str | Path | dict) -> tuple[dict, str]:
 
     path = resolve_model_cfg(str(cfg))
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
+        data = safe_yaml.load_file(path)
+    except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read model config: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
