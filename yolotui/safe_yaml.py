@@ -63,12 +63,18 @@ def _expanded_size(root: yaml.Node, source: str, limit: int) -> int:
     return size(root)
 
 
-def load_text(text: str | bytes, source: str = "YAML", max_nodes: int = MAX_NODES) -> Any:
-    """Parse one YAML document safely within the bounds above; None for an empty document."""
+def load_text(text: str | bytes, source: str = "YAML", max_nodes: int = MAX_NODES, fast: bool = False) -> Any:
+    """Parse one YAML document safely within the bounds above; None for an empty document.
+
+    `fast` uses libyaml's C parser where installed: only for files shipped with yolotui (themes), whose
+    nesting is known; everything a user can hand in goes through the pure-Python parser, whose recursion
+    limit turns absurd nesting into an error instead of a crash.
+    """
     if len(text) > MAX_BYTES:
         raise YamlLimitError(f"{source}: {len(text)} bytes is larger than the {MAX_BYTES // 1024} KiB yolotui "
                              "reads from a YAML file; is it the right file?")
-    loader = yaml.SafeLoader(text)
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader) if fast else yaml.SafeLoader
+    loader = loader_class(text)
     try:
         node = loader.get_single_node()
         if node is None:

@@ -3,8 +3,9 @@
 An *interrupted* run is one whose status.json says it is live (queued, running, restarting, stopping) while
 no supervisor holds its lock: the machine rebooted, the container restarted, or the supervisor was killed.
 `resume_interrupted()` relaunches every such run in the user's index with a new supervisor: the same
-run.yaml (restart policy, environment, backend), the command of its last attempt (so the remedies' changes,
-such as a halved batch or a lower learning rate, are kept) and the environment changes of its remedies. The
+run.yaml (restart policy, environment, backend), run.yaml's command with the remedies' changes re-applied (a
+halved batch, a lower learning rate, NCCL variables: only known flags and variables, values checked; never a
+command string from status.json) and the environment changes of its remedies. The
 trainer continues from weights/last.pt; a command with `resume_args` in run.yaml gets them at once.
 
 `unit_text()` / `install_unit()` write ~/.config/systemd/user/yolotui-resume.service, a oneshot unit that runs
@@ -49,10 +50,35 @@ def interrupted_runs() -> list[Path]:
     return found
 
 
-def _strip_suffix(argv: list[str], suffix: list[str]) -> list[str]:
-    if suffix and len(argv) >= len(suffix) and argv[-len(suffix):] == suffix:
-        return argv[: -len(suffix)]
-    return argv
+# What a remedy may change (yolotui/runs/remedies.py), and the shape of the value.
+REMEDY_FLAGS = {"--batch-size": int, "--batch": int, "--accumulate": int, "--lr-scale": float}
+REMEDY_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_DISTRIBUTED_", "YOLOTUI_DDP_")
+
+
+def trusted_changes(remedies: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The remedies' accumulated changes, keeping only known flags with numeric values and known variables."""
+    import math
+    import re
+
+    args: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    for remedy in remedies:
+        changes = remedy.get("changes") if isinstance(remedy, dict) else None
+        if not isinstance(changes, dict):
+            continue
+        for flag, value in (changes.get("args") or {}).items() if isinstance(changes.get("args"), dict) else ():
+            kind = REMEDY_FLAGS.get(flag)
+            if kind is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            if kind is int and float(value).is_integer() and value >= 1:
+                args[flag] = int(value)
+            elif kind is float and math.isfinite(value) and value > 0:
+                args[flag] = float(value)
+        for key, value in (changes.get("env") or {}).items() if isinstance(changes.get("env"), dict) else ():
+            if isinstance(key, str) and key.startswith(REMEDY_ENV_PREFIXES) and \
+                    re.fullmatch(r"[A-Za-z0-9_.:,=-]{0,200}", str(value)):
+                env[key] = str(value)
+    return {"args": args, "env": env}
 
 
 def relaunch_plan(run_dir: Path) -> dict[str, Any]:
@@ -64,12 +90,13 @@ def relaunch_plan(run_dir: Path) -> dict[str, Any]:
     command = [str(a) for a in config["command"]]
     env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
     previous: dict[str, Any] = {"state": status.state if status else None, "attempt": status.attempt if status else 0}
-    if status is not None and status.attempts:
-        last = status.attempts[-1]
-        if last.get("command"):
-            command = _strip_suffix([str(a) for a in last["command"]], resume_args)
-        for remedy in status.remedies or []:
-            env.update({str(k): str(v) for k, v in ((remedy.get("changes") or {}).get("env") or {}).items()})
+    if status is not None:
+        # Never run a string from status.json (issue 14, item 11): the command is run.yaml's, with only the
+        # remedies' known flags and variables re-applied, each value checked.
+        changes = trusted_changes(status.remedies or [])
+        for flag, value in changes["args"].items():
+            command = policy.set_flag(command, flag, value)
+        env.update(changes["env"])
     max_attempts, backoff_s, _ = policy.restart_settings(config)
     restart = {k: v for k, v in (config.get("restart") or {}).items() if k not in ("max_attempts", "backoff_s")}
     extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS and k != "logout"}

@@ -54,7 +54,7 @@ def status_problem(data: object) -> str | None:
         if value is None and nullable:
             continue
         if not _fits(kind, value):
-            return f"{key}: expected {kind}" + (" or null" if nullable else "")
+            return f"{key}: expected {kind}"
     return None
 
 
