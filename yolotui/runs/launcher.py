@@ -166,9 +166,11 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
            restart: dict[str, Any] | None, checkpoint_hint: int | None) -> RunStatus:
     """Write run.yaml and status.json and start the supervisor, the run's lock held in `lock_fd`."""
     from yolotui.runs import diskspace
+    from yolotui.runs.manifest import reconcile_run
     from yolotui.runs.nofollow import append_bytes, open_append
 
     diskspace.check_room(run_dir, checkpoint_hint)
+    reconcile_run(run_dir)  # the run is ours now: put last.pt and its manifest back in step before resuming
     launch_started = procs.start_time(os.getpid()) or time.time()
 
     config: dict[str, Any] = {

@@ -48,6 +48,7 @@ from yolotui.runs.layout import (
     STOPPING,
     TRAIN_LOG,
 )
+from yolotui.runs.manifest import reconcile_run
 from yolotui.runs.nofollow import append_bytes, open_append
 from yolotui.runs.runconfig import read_run_config
 from yolotui.runs.status import RunStatus, read_status, write_status_resilient
@@ -396,6 +397,8 @@ class Supervisor:
                 else:
                     record["exit_code"] = os.waitstatus_to_exitcode(wait_status)
                 self.clear_group()
+            for note in reconcile_run(self.run_dir):  # a kill between last.pt's and its manifest's rename
+                log(note)
             record["ended"] = time.time()
             self.status.trainer_pid = None
             attempt_events = [e for e in events.poll() if e.get("attempt", attempt) == attempt]
