@@ -186,10 +186,27 @@ def _check_readable(path: Path, flag: str) -> None:
         raise UserError(f"{flag} {path}: not readable; fix its permissions")
 
 
+FLOAT_OPTIONS = ("label_smoothing", "save_period_min")
+MAX_IMGSZ = 8192  # a side above this is a typo (or a 1000000 that would exhaust host memory), not a plan
+
+
+def finite_float(value: Any, flag: str) -> float:
+    """`value` as a finite float; UserError naming `flag` for NaN, infinity or something not a number."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise UserError(f"{flag} {value!r}: give a number") from None
+    if not math.isfinite(number):
+        raise UserError(f"{flag} {value}: give a finite number (not nan or inf)")
+    return number
+
+
 def round_imgsz(imgsz: int, grid: int = GRID) -> tuple[int, str | None]:
     """Round up to a multiple of `grid` (at least two grids), as the official trainer does; warning or None."""
     if imgsz < 1:
         raise UserError(f"--imgsz {imgsz}: must be a positive number of pixels such as 640")
+    if imgsz > MAX_IMGSZ:
+        raise UserError(f"--imgsz {imgsz}: at most {MAX_IMGSZ} pixels; typical sizes are 640 to 1280")
     rounded = max(math.ceil(imgsz / grid) * grid, 2 * grid)
     if rounded != imgsz:
         return rounded, f"--imgsz {imgsz} must be a multiple of {grid}, updated to {rounded}"
@@ -292,6 +309,8 @@ def validate_options(opt: dict[str, Any], check_device: bool = True) -> tuple[di
         raise UserError(f"--optimizer {opt['optimizer']}: choose one of {', '.join(OPTIMIZERS)}")
     if sum(bool(opt[k]) for k in ("cos_lr", "flat_cos_lr", "fixed_lr")) > 1:
         raise UserError("--cos-lr, --flat-cos-lr and --fixed-lr exclude each other: give at most one")
+    for key in FLOAT_OPTIONS:  # NaN and infinity are refused for every float option (issue 14)
+        opt[key] = finite_float(opt[key], "--" + key.replace("_", "-"))
     if not 0.0 <= float(opt["label_smoothing"]) < 1.0:
         raise UserError(f"--label-smoothing {opt['label_smoothing']}: must be in [0, 1)")
     if float(opt["save_period_min"]) <= 0:

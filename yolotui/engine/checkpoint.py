@@ -26,8 +26,9 @@ import numpy as np
 import torch
 
 from yolotui import __version__
-from yolotui.runs.atomic import atomic_open, atomic_write_json, read_json
+from yolotui.runs.atomic import atomic_open, atomic_write_json, fsync_dir, read_json
 from yolotui.runs.layout import manifest_path
+from yolotui.runs.manifest import pending_manifest_path
 
 FORMAT = "yolotui-1"
 _CHUNK = 1 << 20
@@ -119,16 +120,6 @@ def save_checkpoint(ckpt: dict[str, Any], path: Path) -> dict[str, Any]:
     path = Path(path)
     data = serialize(ckpt)
     digest = hashlib.sha256(data).hexdigest()
-    with atomic_open(path, "wb") as handle:
-        half = len(data) // 2
-        handle.write(data[:half])
-        handle.flush()
-        _maybe_fault("mid-write")
-        for offset in range(half, len(data), _CHUNK):
-            handle.write(data[offset:offset + _CHUNK])
-        handle.flush()
-        os.fsync(handle.fileno())
-        _maybe_fault("before-replace")
     manifest = {
         "sha256": digest,
         "bytes": len(data),
@@ -139,7 +130,23 @@ def save_checkpoint(ckpt: dict[str, Any], path: Path) -> dict[str, Any]:
         "format": ckpt.get("format", FORMAT),
         "date": ckpt.get("date"),
     }
-    atomic_write_json(manifest_path(path), manifest)
+    # The manifest waits beside the checkpoint until the checkpoint is in place, so a kill between the two
+    # renames can be settled either way (yolotui/runs/manifest.py: reconcile).
+    pending = pending_manifest_path(path)
+    atomic_write_json(pending, manifest)
+    with atomic_open(path, "wb") as handle:
+        half = len(data) // 2
+        handle.write(data[:half])
+        handle.flush()
+        _maybe_fault("mid-write")
+        for offset in range(half, len(data), _CHUNK):
+            handle.write(data[offset:offset + _CHUNK])
+        handle.flush()
+        os.fsync(handle.fileno())
+        _maybe_fault("before-replace")
+    os.utime(pending)  # newer than the checkpoint it describes, as readers expect of a manifest
+    os.replace(pending, manifest_path(path))
+    fsync_dir(path.parent)
     _writes_done += 1
     return {**manifest, "seconds": round(time.perf_counter() - started, 4)}
 

@@ -66,6 +66,26 @@ class IndexEntry:
         return f"IndexEntry(path={self.path!r}, name={self.name!r}, added={self.added!r})"
 
 
+def check_home() -> Path:
+    """yolotui's state folder, created if needed; UserError (one line) when it cannot be written (issue 14).
+
+    Called before a run folder is made, so an unwritable YOLOTUI_HOME leaves nothing half-made behind.
+    """
+    from yolotui.errors import UserError
+
+    home = home_dir()
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        probe = home / f".write-probe-{os.getpid()}"
+        with open(probe, "wb"):
+            pass
+        probe.unlink()
+    except OSError as exc:
+        raise UserError(f"yolotui's state folder {home} is not writable ({exc.strerror or exc}); set YOLOTUI_HOME "
+                        "to a writable folder or fix its permissions") from None
+    return home
+
+
 def add(run_dir: Path, name: str | None = None) -> IndexEntry:
     """Record a run directory in the index (appending is safe against concurrent launchers)."""
     run_dir = Path(run_dir).resolve()

@@ -13,6 +13,7 @@ that case and wraps the supervisor's argv (`systemd-run --user --scope ...`), or
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -134,11 +135,14 @@ def _launch(run_dir: Path, command: Sequence[str], *, name: str, backend: str, d
     """launch() with the caller's lock descriptor (closed by launch(), whatever happens here)."""
     run_dir = Path(run_dir).resolve()
     validate_name(name)
+    index.check_home()
     check_writable(run_dir.parent)
     if run_dir.exists():
         check_writable(run_dir)
     if max_attempts < 1:
         raise UserError(f"max attempts must be at least 1 (got {max_attempts})")
+    if not math.isfinite(float(backoff_s)) or backoff_s < 0:
+        raise UserError(f"--restart-backoff {backoff_s}: give a finite number of seconds, 0 or more")
     env = {str(k): str(v) for k, v in (env or {}).items()}
     workdir = Path(cwd).resolve() if cwd is not None else Path.cwd()
     argv = check_command(command, workdir, env)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -101,7 +102,7 @@ def claim(run_dir: Path, who: str, tries: int = CLAIM_TRIES) -> int:
         time.sleep(0.02)
     held_by = held_by or "another process"
     raise RunBusy(f"run {Path(run_dir).name} is live, owned by {held_by}: "
-                  f"nothing changed here; see `yolotui status {Path(run_dir).name}`")
+                  f"nothing changed here; see `yolotui status {shlex.quote(str(run_dir))}`")
 
 
 def release(fd: int | None) -> None:

@@ -1,61 +1,71 @@
-"""Keeping a checkpoint and its manifest in step after a kill between their two renames (torch-free).
+"""Keeping a checkpoint and its manifest in step across a kill between their two renames (torch-free).
 
-The trainer replaces last.pt, then its manifest (last.pt.json); a SIGKILL between the two leaves a new
-last.pt beside the old manifest. `reconcile` finds that case (size or age differ, then the sha256 differs)
-and rewrites the manifest from the checkpoint itself, read by the torch-free scanner (yolotui/health), so a
-checkpoint always matches its manifest once the run's supervisor has seen the attempt end, and before any
-launch or resume starts. A checkpoint that cannot be read is left alone for `yolotui doctor` to judge.
+The trainer writes a checkpoint's new manifest first as `last.pt.json.next`, then replaces last.pt, then
+renames the pending manifest over last.pt.json (engine/checkpoint.py). A SIGKILL between those steps leaves a
+pending manifest: `reconcile` finishes the job when the pending manifest describes the checkpoint now in
+place (same size and sha256: the checkpoint's rename happened), and drops it otherwise (it did not). So a
+checkpoint matches its manifest again once the run's supervisor has seen the attempt end, and before any
+launch or resume starts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
-from yolotui.runs.atomic import atomic_write_json, read_json
+from yolotui.runs.atomic import fsync_dir, read_json
 from yolotui.runs.layout import BEST_PT, LAST_PT, manifest_path, weights_dir
+
+PENDING_SUFFIX = ".next"
+
+
+def pending_manifest_path(checkpoint: Path) -> Path:
+    """Where the manifest of a checkpoint being written waits (`last.pt.json.next`)."""
+    path = manifest_path(checkpoint)
+    return path.with_name(path.name + PENDING_SUFFIX)
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def reconcile(checkpoint: Path) -> str | None:
-    """Rewrite `checkpoint`'s manifest when it no longer describes the file; returns what was done, or None."""
-    from yolotui.health.checkpoint import file_sha256, inspect_checkpoint
-
+    """Settle a pending manifest left by a kill mid-save; returns what was done, or None when nothing was."""
     checkpoint = Path(checkpoint)
-    mpath = manifest_path(checkpoint)
+    pending = pending_manifest_path(checkpoint)
+    if not pending.exists():
+        return None
+    data = read_json(pending)
     try:
-        ckpt_stat = os.stat(checkpoint)
+        size = os.stat(checkpoint).st_size
+        matches = isinstance(data, dict) and data.get("bytes") == size and data.get("sha256") == sha256_of(checkpoint)
     except OSError:
-        return None
-    manifest = read_json(mpath)
-    manifest = manifest if isinstance(manifest, dict) else None
-    if manifest is not None and manifest.get("bytes") == ckpt_stat.st_size:
-        try:
-            if os.stat(mpath).st_mtime_ns >= ckpt_stat.st_mtime_ns:
-                return None  # written after the checkpoint, same size: the normal case, no hashing
-        except OSError:
-            pass
-    digest = file_sha256(checkpoint)
-    if manifest is not None and str(manifest.get("sha256", "")).lower() == digest:
-        return None
-    info = inspect_checkpoint(checkpoint, verify_hash=False)
-    if info.error or info.torn or info.kind != "yolotui":
-        return None
-    old = manifest or {}
-    atomic_write_json(mpath, {
-        "sha256": digest, "bytes": ckpt_stat.st_size, "epoch": int(info.epoch or 0), "step": int(info.step or 0),
-        "epochs": int(info.total_epochs or 0), "keys": sorted(info.keys), "format": info.format or old.get("format"),
-        "date": old.get("date"), "rebuilt": "from the checkpoint after a kill between its two renames",
-    })
-    return f"rewrote {mpath.name}: it described an earlier {checkpoint.name}"
+        matches = False
+    if matches:
+        os.utime(pending)
+        os.replace(pending, manifest_path(checkpoint))
+        fsync_dir(checkpoint.parent)
+        return f"{checkpoint.name}: its save was cut short after the checkpoint was in place; manifest completed"
+    try:
+        pending.unlink()
+    except FileNotFoundError:
+        pass
+    return f"{checkpoint.name}: its save was cut short before the checkpoint was replaced; kept the previous one"
 
 
 def reconcile_run(run_dir: Path) -> list[str]:
-    """`reconcile` last.pt and best.pt of a run; the lines saying what was rewritten."""
+    """`reconcile` last.pt and best.pt of a run; the lines saying what was done."""
     done = []
     for name in (LAST_PT, BEST_PT):
         try:
             note = reconcile(weights_dir(run_dir) / name)
-        except (OSError, ValueError):
+        except OSError:
             note = None
         if note:
             done.append(note)

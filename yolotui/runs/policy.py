@@ -146,7 +146,7 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
         return Decision(retry=False, state=FAILED, failure_class=KILLED,
                         message=f"{how}, not sent by yolotui",
                         remedy="not retried: something outside yolotui ended it (the OOM killer, a `kill`, "
-                               f"a shutdown); resume it when the cause is gone: yolotui resume {name}".rstrip())
+                               f"a shutdown); resume it when the cause is gone: yolotui resume {shlex.quote(str(name))}".rstrip())
     disk = _disk_full_decision(event_class, event_message, record, run_config, how)
     if disk is not None:
         return disk

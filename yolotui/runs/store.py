@@ -11,16 +11,31 @@ from yolotui.errors import UserError
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+MAX_NAME = 100
+_NAME_OK = re.compile(r"[A-Za-z0-9._-]+")
+
+
 def validate_name(name: str) -> str:
-    """Return `name` if it is a safe single folder name, else raise UserError saying why."""
+    """Return `name` if it is a safe single folder name, else raise UserError saying why.
+
+    Run names are letters, digits, '.', '_' and '-', do not start with '-' (it would read as a flag in the
+    commands yolotui suggests) and have at most 100 characters (issue 14).
+    """
     if not name or not name.strip():
         raise UserError("run name is empty: give --name a folder name such as 'exp'")
+    if len(name) > MAX_NAME:
+        raise UserError(f"run name {name[:20]!r}... has {len(name)} characters: use at most {MAX_NAME}")
     if _CONTROL.search(name):
         raise UserError(f"run name {name!r} contains control characters: use letters, digits, '-', '_' or '.'")
     if "/" in name or "\\" in name or (os.sep in name):
         raise UserError(f"run name {name!r} contains a path separator: use --project for the parent folder")
     if name in (".", "..") or ".." in name:
         raise UserError(f"run name {name!r} contains '..': use a plain folder name")
+    if name.startswith("-"):
+        raise UserError(f"run name {name!r} starts with '-': start it with a letter or digit")
+    if not _NAME_OK.fullmatch(name):
+        bad = sorted({ch for ch in name if not _NAME_OK.fullmatch(ch)})
+        raise UserError(f"run name {name!r} contains {''.join(bad)!r}: use letters, digits, '.', '_' or '-'")
     return name
 
 
@@ -68,8 +83,11 @@ def _can_create_in(folder: Path) -> bool:
 
 def create_run_dir(project: Path, name: str, exist_ok: bool = False) -> Path:
     """Create and return the run folder `project/name` (numbered unless `exist_ok`), with weights/."""
+    from yolotui.runs.index import check_home
+
     validate_name(name)
     check_writable(project)
+    check_home()  # an unwritable state folder is found before any run folder is made
     path = Path(project) / name if exist_ok else next_free_path(project, name)
     if exist_ok and path.is_dir():
         set_aside_previous(path)

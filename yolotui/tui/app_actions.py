@@ -8,6 +8,7 @@ dashboard's run, or the highlighted row of the runs table. Every launch goes thr
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -132,7 +133,7 @@ class RunActionsMixin:
             with self.suspend():
                 self.run_pager(argv)
         except SuspendNotSupported:
-            self.notify(f"cannot hand the terminal to a pager here; run: yolotui logs {run_dir}",
+            self.notify(f"cannot hand the terminal to a pager here; run: yolotui logs {shlex.quote(str(run_dir))}",
                         severity="warning", timeout=6)
         except OSError as exc:
             self.notify(f"{argv[0]}: {exc}; set $PAGER", severity="error", timeout=6)
