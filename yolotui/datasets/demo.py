@@ -14,6 +14,8 @@ import cv2
 import numpy as np
 import yaml
 
+from yolotui.errors import UserError
+
 CLASS_NAMES = ["circle", "square", "triangle", "diamond", "cross"]
 _SPLIT_SALT = {"train": 0, "val": 1}
 _BACKGROUND_ONLY = 0.06  # share of images with no shape
@@ -122,8 +124,12 @@ def make_demo_dataset(folder: str | Path = "demo-data", n_train: int = 128, n_va
     root = Path(folder).expanduser().resolve()
     for split, count in (("train", n_train), ("val", n_val)):
         image_dir, label_dir = root / "images" / split, root / "labels" / split
-        image_dir.mkdir(parents=True, exist_ok=True)
-        label_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            image_dir.mkdir(parents=True, exist_ok=True)
+            label_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot make the demo data set in {root}: {exc.strerror or exc}; give a new or empty "
+                            "folder") from None
         for index in range(count):
             image, labels = make_demo_image(seed, split, index, img)
             stem = f"{split}_{index:05d}"

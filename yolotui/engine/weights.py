@@ -26,6 +26,16 @@ def read_checkpoint(path: str | Path) -> dict:
         raise UserError(f"--weights {path}: file not found; give the path of a .pt checkpoint such as "
                         "runs/train/exp/weights/best.pt")
     try:
+        with open(path, "rb") as handle:
+            head = handle.read(4)
+    except OSError as exc:
+        raise UserError(f"--weights {path}: cannot read it ({exc.strerror or exc})") from None
+    from yolotui.health.container import looks_like_zip
+
+    if not looks_like_zip(head) and head[:1] != b"\x80":
+        raise UserError(f"--weights {path}: not a checkpoint (neither a torch zip archive nor a pickle); give a .pt "
+                        "file such as runs/train/exp/weights/best.pt")
+    try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
         # Pickled classes (an official YOLOv9 .pt): read inertly, nothing from the file runs.
@@ -36,8 +46,10 @@ def read_checkpoint(path: str | Path) -> dict:
             raise UserError(f"--weights {path}: its pickled model does not record its config (no yaml), so "
                             "yolotui cannot rebuild it; fine-tune from it with `yolotui train --weights "
                             f"{path} --cfg MODEL.yaml` instead") from None
-    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile) as exc:
-        raise UserError(f"--weights {path}: cannot read the checkpoint ({str(exc).splitlines()[0][:160]}); "
+    except (RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError, IndexError, KeyError, TypeError,
+            AttributeError) as exc:  # a damaged or foreign file can fail the unpickler in many ways
+        text = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        raise UserError(f"--weights {path}: cannot read the checkpoint ({text}); "
                         "it may be truncated: try last.pt or best.pt of the same run") from None
     if not isinstance(ckpt, dict):
         raise UserError(f"--weights {path}: expected a yolotui checkpoint dict, found {type(ckpt).__name__}")
