@@ -14,12 +14,12 @@ import torch
 import yaml
 from trainkit import TEST_HYP_OVERRIDES, make_data, make_run, write_tiny_cfg
 
+from yolotui.backends.engine import engine_command
 from yolotui.cli import main
-from yolotui.commands._distributed import DistributedLaunch, plan_launch, saved_layout, sync_bn_warning
-from yolotui.commands._launch import engine_command
 from yolotui.config import default_options, opt_yaml_dict, validate_options
 from yolotui.engine.ddp import DistInfo, convert_sync_bn, rank_device
 from yolotui.errors import UserError
+from yolotui.runs.distributed import DistributedLaunch, plan_launch, saved_layout, sync_bn_warning
 from yolotui.runs.events import read_events
 from yolotui.runs.layout import ENDED_STATES
 from yolotui.runs.results import read_rows

@@ -43,7 +43,7 @@ def demo_data(folder: Path) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     """Data, launch, then dashboard or plain-text follow."""
-    from yolotui.commands._launch import start_training
+    from yolotui.commands._launch import start_training_printing as start_training
     from yolotui.commands.train import prepare_run
     from yolotui.runs import index
 

@@ -59,7 +59,8 @@ def source_checkpoint(value: str) -> tuple[Path, Path | None]:
 
 def run(args: argparse.Namespace) -> int:
     """Build the new run's options from the source run, then launch it like `yolotui train`."""
-    from yolotui.commands._launch import after_launch, start_training
+    from yolotui.commands._launch import after_launch
+    from yolotui.commands._launch import start_training_printing as start_training
     from yolotui.commands.train import prepare_run
     from yolotui.config import load_hyp, load_yaml, save_yaml
     from yolotui.runs import layout

@@ -95,7 +95,8 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
                device: str | None = None, workers: int | None = None, attach: bool = False,
                dist_flags: dict[str, Any] | None = None, from_ckpt: str | None = None) -> int:
     """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
-    from yolotui.commands._launch import after_launch, start_training
+    from yolotui.commands._launch import after_launch
+    from yolotui.commands._launch import start_training_printing as start_training
     from yolotui.config import device_string, load_yaml, parse_device
     from yolotui.runs import layout, lock
     from yolotui.runs.atomic import read_json
@@ -134,11 +135,11 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
     for key, value in overrides.items():
         if value is not None:
             opt[key] = value
-    from yolotui.commands._launch import write_run_files
     from yolotui.config import load_hyp
+    from yolotui.jobs.launch import write_run_files
 
     write_run_files(run_dir, opt, load_hyp(run_dir / layout.HYP_YAML))
-    from yolotui.commands._distributed import saved_layout
+    from yolotui.runs.distributed import saved_layout
 
     saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
     if device is not None:

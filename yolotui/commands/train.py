@@ -82,9 +82,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def prepare_run(opt_given: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any], list[str]]:
     """Validate options, create the run folder, write opt.yaml and hyp.yaml; (run_dir, opt, hyp, warnings)."""
-    from yolotui.commands._launch import write_run_files
     from yolotui.config import default_options, load_hyp, validate_options
     from yolotui.errors import UserError
+    from yolotui.jobs.launch import write_run_files
     from yolotui.runs import layout, store
 
     opt, warnings = validate_options(default_options(**opt_given))
@@ -106,8 +106,8 @@ def prepare_run(opt_given: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[s
 
 def restart_limit(max_restarts: int | None, max_attempts: int | None) -> int:
     """Attempts in all from --max-restarts N (N + 1) or --max-attempts N (N); default 5."""
-    from yolotui.commands._launch import DEFAULT_MAX_ATTEMPTS
     from yolotui.errors import UserError
+    from yolotui.jobs.launch import DEFAULT_MAX_ATTEMPTS
 
     if max_restarts is not None and max_attempts is not None:
         raise UserError("give --max-restarts or --max-attempts, not both")
@@ -123,7 +123,8 @@ def restart_limit(max_restarts: int | None, max_attempts: int | None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Validate, create the run folder, launch the trainer detached, print the folder."""
     from yolotui.commands._distributed import given_layout
-    from yolotui.commands._launch import after_launch, start_training
+    from yolotui.commands._launch import after_launch
+    from yolotui.commands._launch import start_training_printing as start_training
     from yolotui.errors import UserError
 
     given, dist_flags = given_options(args), given_layout(args)
