@@ -1,32 +1,32 @@
-"""CLI side of starting a run: print where it lives and how it survives logout, then optionally follow it.
+"""CLI side of starting a run: say where it lives and how it survives logout, then optionally follow it.
 
-The starting itself is yolotui.jobs.launch.
+The starting itself is yolotui.jobs (new_run, resume, finetune).
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
+
+from yolotui.commands._options import report_started
 
 
-def after_launch(run_dir: Path, attach: bool, verb: str = "started") -> int:
-    """Print where the run lives; follow it in plain text when `attach`."""
-    print(f"{verb} run {Path(run_dir).name}: {run_dir}")
+def after_launch(result: Any, attach: bool, as_json: bool = False) -> int:
+    """Report a jobs.results.StartedRun; follow it in plain text when `attach`."""
+    report_started(result, as_json)
+    out = sys.stderr if as_json else sys.stdout
+    run_dir = Path(result.run_dir)
+    verb = "resuming" if result.verb in ("resumed", "extending") else result.verb
+    print(f"{verb} run {run_dir.name}: {run_dir}", file=out)
     from yolotui.runs.logout import launch_lines_for
 
     for line in launch_lines_for(run_dir):  # how it survives logout (issue 7)
-        print(line)
+        print(line, file=out)
     if attach:
         from yolotui.commands._progress import follow
 
-        follow(Path(run_dir))
+        follow(run_dir)
     else:
-        print(f"follow it with: yolotui attach {run_dir}    stop it with: yolotui stop {run_dir}")
+        print(f"follow it with: yolotui attach {run_dir}    stop it with: yolotui stop {run_dir}", file=out)
     return 0
-
-
-def start_training_printing(*args, **kwargs) -> None:
-    """yolotui.jobs.launch.start_training, its warnings printed."""
-    from yolotui.jobs.launch import start_training
-
-    for warning in start_training(*args, **kwargs):
-        print(f"warning: {warning}")

@@ -46,7 +46,7 @@ class RunDiagnosis:
     drift: list[DriftItem] = field(default_factory=list)
     environment: EnvironmentReport | None = None
     last_failure: dict[str, Any] | None = None
-    # Added beyond /work/interfaces.md:
+    # Further fields:
     advice: str = ""
     recommended_checkpoint: str | None = None
     state: str | None = None

@@ -238,13 +238,15 @@ def _cfg_dict(value: Any, run_dir: Path | None) -> dict[str, Any] | None:
 
 def source_facts(value: str) -> SourceFacts:
     """Resolve a fine-tune source (run folder or name: its best.pt else last.pt; or a checkpoint) and read it."""
-    from yolotui.commands.finetune import source_checkpoint
     from yolotui.health.verdict import CORRUPT, FOREIGN, MISSING, diagnose_checkpoint
 
     text = str(value).strip()
     if not text:
         raise UserError("give a run (name or folder) or a checkpoint file to fine-tune from")
-    ckpt, run_dir = source_checkpoint(text)
+    from yolotui.jobs.finetune import resolve_source
+
+    source = resolve_source(text)
+    ckpt, run_dir = source.checkpoint, source.run_dir
     verdict = diagnose_checkpoint(ckpt)
     if verdict.verdict in (CORRUPT, FOREIGN, MISSING):
         reason = verdict.reasons[0] if verdict.reasons else verdict.verdict
