@@ -133,16 +133,16 @@ def _resumable_run(tmp_path: Path, flags: dict) -> Path:
 
 
 def test_resume_relaunches_the_saved_layout_and_takes_new_flags(tmp_path, monkeypatch, capsys):
-    from yolotui.commands.resume import resume_run
+    from yolotui.jobs.resume import ResumeRequest, resume
 
     calls = _capture_launch(monkeypatch)
     run_dir = _resumable_run(tmp_path, {"nproc_per_node": 2})
     assert saved_layout(run_dir) == {"nproc_per_node": 2}
-    resume_run(str(run_dir))
+    resume(ResumeRequest(str(run_dir)))
     assert "--nproc-per-node=2" in calls[-1]["command"]
-    resume_run(str(run_dir), dist_flags={"nproc_per_node": 4})
+    resume(ResumeRequest(str(run_dir), layout={"nproc_per_node": 4}))
     assert "--nproc-per-node=4" in calls[-1]["command"]
-    resume_run(str(run_dir), device="cpu")  # a new device list re-derives the process count
+    resume(ResumeRequest(str(run_dir), device="cpu"))  # a new device list re-derives the process count
     assert "torch.distributed.run" not in calls[-1]["command"]
 
 
