@@ -13,7 +13,7 @@ from typing import Any
 from yolotui import formatting
 from yolotui.health.drift import DriftItem, check_drift, first_start_event
 from yolotui.health.environment import EnvironmentReport, diagnose_environment
-from yolotui.health.logind import LogindInfo, check_logind
+from yolotui.runs.logind import LogindInfo, check_logind
 from yolotui.health.verdict import (
     CORRUPT,
     FINISHED,
