@@ -13,7 +13,6 @@ from typing import Any
 from yolotui import formatting
 from yolotui.health.drift import DriftItem, check_drift, first_start_event
 from yolotui.health.environment import EnvironmentReport, diagnose_environment
-from yolotui.runs.logind import LogindInfo, check_logind
 from yolotui.health.verdict import (
     CORRUPT,
     FINISHED,
@@ -24,6 +23,7 @@ from yolotui.health.verdict import (
     diagnose_checkpoint,
 )
 from yolotui.runs.layout import BEST_PT, LAST_PT, LIVE_STATES, RUN_YAML, weights_dir
+from yolotui.runs.logind import LogindInfo, check_logind
 from yolotui.runs.status import effective_state, read_status
 
 RESUME = "resume"
