@@ -8,6 +8,7 @@ otherwise. Tensors are transferred by name and shape by the trainer.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,13 +103,19 @@ def finetune(request: FinetuneRequest) -> StartedRun:
 
     if request.epochs < 1:
         raise UserError(f"--epochs {request.epochs}: must be at least 1")
-    if request.lr_scale <= 0:
-        raise UserError(f"--lr-scale {request.lr_scale}: must be above 0")
+    if not math.isfinite(request.lr_scale) or request.lr_scale <= 0:
+        raise UserError(f"--lr-scale {request.lr_scale}: give a finite number above 0")
     source = resolve_source(request.source)
     prepared = prepare_run(finetune_options(request, source))
     hyp = dict(prepared.hyp)
     hyp["lr0"] = float(hyp["lr0"]) * float(request.lr_scale)
-    save_yaml(prepared.run_dir / layout.HYP_YAML, hyp)
+    try:
+        save_yaml(prepared.run_dir / layout.HYP_YAML, hyp)
+    except BaseException:
+        from yolotui.runs import lock
+
+        lock.release(prepared.lock_fd)
+        raise
     prepared.hyp = hyp
     note = (f"fine-tuning from {source.checkpoint} (lr0 {hyp['lr0']:.3g}, freeze {prepared.opt['freeze']}, "
             f"{prepared.opt['epochs']} epochs)")

@@ -40,25 +40,32 @@ def restart_limit(max_restarts: int | None, max_attempts: int | None) -> int:
 
 def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any] | None = None,
                    max_attempts: int = DEFAULT_MAX_ATTEMPTS, dist_flags: dict[str, Any] | None = None,
-                   backoff_s: float | None = None, backend: str = ENGINE) -> list[str]:
+                   backoff_s: float | None = None, backend: str = ENGINE, lock_fd: int | None = None) -> list[str]:
     """Launch the trainer for `run_dir` under a detached supervisor; returns warnings about the layout.
 
     `overrides` (resume) holds the changed options; `dist_flags` the process-layout flags (nproc_per_node,
     nnodes, node_rank, rdzv_endpoint ...; see yolotui.runs.distributed). UserError on bad input, before
-    anything detaches.
+    anything detaches. `lock_fd` is the run's lock taken by the caller before it wrote opt.yaml (issue 14,
+    item 2): this function owns it from the call on and closes it whatever happens (launch hands it to the
+    supervisor).
     """
+    from yolotui.runs import lock
     from yolotui.runs.launcher import launch
 
-    run_dir = Path(run_dir)
-    device = str((overrides or {}).get("device") or opt.get("device") or "")
-    batch_size = int((overrides or {}).get("batch_size") or opt.get("batch_size") or 1)
-    plan, warnings = plan_launch(device, batch_size, dist_flags)
-    note = sync_bn_warning(bool(opt.get("sync_bn")), device, plan)
-    chosen = get_backend(backend)
-    request = CommandRequest(run_dir=run_dir, opt=dict(opt), overrides=dict(overrides or {}), layout=plan)
-    spec = chosen.resume_command(request) if overrides is not None else chosen.new_run_command(request)
+    try:
+        run_dir = Path(run_dir)
+        device = str((overrides or {}).get("device") or opt.get("device") or "")
+        batch_size = int((overrides or {}).get("batch_size") or opt.get("batch_size") or 1)
+        plan, warnings = plan_launch(device, batch_size, dist_flags)
+        note = sync_bn_warning(bool(opt.get("sync_bn")), device, plan)
+        chosen = get_backend(backend)
+        request = CommandRequest(run_dir=run_dir, opt=dict(opt), overrides=dict(overrides or {}), layout=plan)
+        spec = chosen.resume_command(request) if overrides is not None else chosen.new_run_command(request)
+    except BaseException:
+        lock.release(lock_fd)
+        raise
     launch(run_dir, spec.command, name=run_dir.name, backend=chosen.name,
            device=str(opt.get("device") or ""), max_attempts=max_attempts, env=spec.env, cwd=spec.cwd,
            **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
-           extra={**spec.extra, "distributed": run_yaml_entry(plan, dist_flags)})
+           extra={**spec.extra, "distributed": run_yaml_entry(plan, dist_flags)}, lock_fd=lock_fd)
     return [*warnings, *([note] if note else [])]

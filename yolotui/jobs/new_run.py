@@ -6,6 +6,8 @@ removes the half-made folder again when the launch is refused.
 
 from __future__ import annotations
 
+import math
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +44,7 @@ class PreparedRun:
     opt: dict[str, Any]
     hyp: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    lock_fd: int | None = None  # the run's lock, held since before opt.yaml was written; launch takes it over
 
 
 def check_weights_file(path: str | Path) -> list[str]:
@@ -67,30 +70,40 @@ def check_weights_file(path: str | Path) -> list[str]:
 def prepare_run(options: dict[str, Any]) -> PreparedRun:
     """Validate options, create the run folder, write opt.yaml and hyp.yaml."""
     from yolotui.config import default_options, load_hyp, validate_options
-    from yolotui.runs import layout, store
+    from yolotui.jobs.preflight import check_data, check_model
+    from yolotui.runs import layout, lock, store
 
     opt, warnings = validate_options(default_options(**options))
     if opt["weights"]:
         warnings += check_weights_file(opt["weights"])
+    check_data(opt["data"])  # issue 14, item 13: bad data or model files fail here, before anything detaches
+    if opt["cfg"]:
+        check_model(opt["cfg"])
     hyp = load_hyp(Path(opt["hyp"]))
     project = Path(str(opt["project"])).expanduser()
     store.validate_name(str(opt["name"]))
     if opt["exist_ok"] and (project / str(opt["name"]) / layout.WEIGHTS_DIR / layout.LAST_PT).exists():
         raise UserError(f"{project / str(opt['name'])} already holds weights/last.pt: resume it with "
-                        f"`yolotui resume {project / str(opt['name'])}` or choose another --name")
-    run_dir = store.create_run_dir(project, str(opt["name"]), exist_ok=bool(opt["exist_ok"]))
-    opt["save_dir"] = str(run_dir)
-    write_run_files(run_dir, opt, hyp)
-    return PreparedRun(run_dir, opt, hyp, warnings)
+                        f"`yolotui resume {shlex.quote(str(project / str(opt['name'])))}` or choose another --name")
+    run_dir, lock_fd = store.claim_run_dir(project, str(opt["name"]), bool(opt["exist_ok"]), "yolotui train")
+    try:
+        opt["save_dir"] = str(run_dir)
+        write_run_files(run_dir, opt, hyp)
+    except BaseException:
+        lock.release(lock_fd)
+        raise
+    return PreparedRun(run_dir, opt, hyp, warnings, lock_fd)
 
 
 def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
                     notes: list[str] | None = None) -> StartedRun:
     """Start a prepared run; its folder is removed again (unless --exist-ok) when the launch is refused."""
     request = request or NewRunRequest(options={})
+    lock_fd, prepared.lock_fd = prepared.lock_fd, None  # start_training owns it from here
     try:
         warnings = start_training(prepared.run_dir, prepared.opt, max_attempts=request.max_attempts,
-                                  dist_flags=request.layout, backoff_s=request.backoff_s, backend=request.backend)
+                                  dist_flags=request.layout, backoff_s=request.backoff_s, backend=request.backend,
+                                  lock_fd=lock_fd)
     except UserError:
         if not prepared.opt.get("exist_ok"):
             shutil.rmtree(prepared.run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run
@@ -100,6 +113,6 @@ def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
 
 def new_run(request: NewRunRequest) -> StartedRun:
     """Prepare the run folder and start the trainer detached."""
-    if request.backoff_s is not None and request.backoff_s < 0:
-        raise UserError(f"--restart-backoff {request.backoff_s:g}: must be 0 or more seconds")
+    if request.backoff_s is not None and (not math.isfinite(request.backoff_s) or request.backoff_s < 0):
+        raise UserError(f"--restart-backoff {request.backoff_s:g}: give a finite number of seconds, 0 or more")
     return launch_prepared(prepare_run(request.options), request)

@@ -88,18 +88,54 @@ def newest_resumable() -> Path:
 
 def resume(request: ResumeRequest) -> StartedRun:
     """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
-    from yolotui.config import load_hyp, load_yaml
-    from yolotui.devices import device_string, parse_device
-    from yolotui.jobs.launch import start_training, write_run_files
-    from yolotui.runs import layout, lock
-    from yolotui.runs.atomic import read_json
+    from yolotui.jobs.launch import start_training
+    from yolotui.runs import lock
     from yolotui.runs.distributed import saved_layout
     from yolotui.runs.runconfig import read_backend
 
     epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
     run_dir = run_dir_for(request.target)
-    if lock.is_held(run_dir):
-        raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
+    # The run's lock first, before anything is read for the decision or written (issue 14, item 2): of two
+    # simultaneous resumes exactly one gets here; the other exits 1 naming the winner.
+    lock_fd = lock.claim(run_dir, "yolotui resume")
+    try:
+        opt, overrides, manifest, done, planned = _prepare(run_dir, request, epochs, batch_size, device, workers)
+    except BaseException:
+        lock.release(lock_fd)
+        raise
+    saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
+    if overrides["device"] is not None:
+        saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
+    warnings = start_training(run_dir, opt, overrides, dist_flags={**saved, **(request.layout or {})},
+                              backend=read_backend(run_dir), lock_fd=lock_fd)
+    verb = "extending" if epochs is not None and epochs > planned else "resumed"
+    note = f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs"
+    return started(run_dir, verb, warnings, [note])
+
+
+def _manifest_int(manifest: dict[str, Any], key: str, last: Path) -> int:
+    value = manifest.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise UserError(f"unreadable: {last.name}.json: {key}: expected a whole number; run yolotui doctor")
+    return value
+
+
+def _prepare(run_dir: Path, request: ResumeRequest, epochs: int | None, batch_size: int | None,
+             device: str | None, workers: int | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any],
+                                                               int, int]:
+    """With the run's lock held: check the run can resume and write its option files.
+
+    Returns (opt, overrides, manifest, epochs done, epochs planned).
+    """
+    from yolotui.config import load_hyp, load_yaml
+    from yolotui.devices import device_string, parse_device
+    from yolotui.jobs.launch import write_run_files
+    from yolotui.jobs.preflight import check_resume_checkpoint
+    from yolotui.runs import layout
+    from yolotui.runs.atomic import read_json
+    from yolotui.runs.manifest import reconcile_run
+
+    reconcile_run(run_dir)  # a save cut short by a kill is settled before last.pt is judged
     if request.from_ckpt:
         from yolotui.jobs.restore import restore_last
 
@@ -110,7 +146,7 @@ def resume(request: ResumeRequest) -> StartedRun:
     manifest = read_json(layout.manifest_path(last))
     if not isinstance(manifest, dict):
         raise UserError(f"{last}: its manifest {last.name}.json is missing or unreadable; run yolotui doctor")
-    done, planned = int(manifest.get("epoch", 0)), int(manifest.get("epochs", 0))
+    done, planned = _manifest_int(manifest, "epoch", last), _manifest_int(manifest, "epochs", last)
     if batch_size is not None and batch_size < 1:
         raise UserError(f"--batch-size {batch_size}: must be at least 1")
     if workers is not None and workers < 0:
@@ -126,17 +162,11 @@ def resume(request: ResumeRequest) -> StartedRun:
         raise UserError(f"run {run_dir.name} finished all {planned} epochs: extend it with --epochs N (N > {done})")
     if device is not None:
         device = device_string(parse_device(device))
+    check_resume_checkpoint(last, epochs)  # issue 14, item 13: last.pt's verdict must allow the resume
     opt: dict[str, Any] = load_yaml(run_dir / layout.OPT_YAML, "opt.yaml")
     overrides = {"epochs": epochs, "batch_size": batch_size, "device": device, "workers": workers}
     for key, value in overrides.items():
         if value is not None:
             opt[key] = value
     write_run_files(run_dir, opt, load_hyp(run_dir / layout.HYP_YAML))
-    saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
-    if device is not None:
-        saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
-    warnings = start_training(run_dir, opt, overrides, dist_flags={**saved, **(request.layout or {})},
-                              backend=read_backend(run_dir))
-    verb = "extending" if epochs is not None and epochs > planned else "resumed"
-    note = f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs"
-    return started(run_dir, verb, warnings, [note])
+    return opt, overrides, manifest, done, planned

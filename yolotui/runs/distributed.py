@@ -84,9 +84,11 @@ def saved_layout(run_dir: Path) -> dict[str, Any]:
         return {}
     import yaml
 
+    from yolotui import safe_yaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = safe_yaml.load_file(path)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         return {}
     saved = data.get(RUN_YAML_KEY) if isinstance(data, dict) else None
     flags = saved.get("flags") if isinstance(saved, dict) else None

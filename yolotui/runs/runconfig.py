@@ -69,9 +69,11 @@ def read_backend(run_dir: Path, default: str = "yolotui") -> str:
     """run.yaml's `backend` (the backend a resume must use); `default` when the file or field is missing."""
     import yaml
 
+    from yolotui import safe_yaml
+
     try:
-        data = yaml.safe_load(run_yaml_path(run_dir).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = safe_yaml.load_file(run_yaml_path(run_dir))
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         return default
     backend = data.get("backend") if isinstance(data, dict) else None
     return str(backend) if isinstance(backend, str) and backend else default

@@ -89,8 +89,6 @@ def create_run_dir(project: Path, name: str, exist_ok: bool = False) -> Path:
     check_writable(project)
     check_home()  # an unwritable state folder is found before any run folder is made
     path = Path(project) / name if exist_ok else next_free_path(project, name)
-    if exist_ok and path.is_dir():
-        set_aside_previous(path)
     try:
         (path / "weights").mkdir(parents=True, exist_ok=exist_ok)
     except FileExistsError:
@@ -99,6 +97,26 @@ def create_run_dir(project: Path, name: str, exist_ok: bool = False) -> Path:
     except OSError as exc:
         raise UserError(f"cannot create run folder {path}: {exc.strerror}; choose another --project") from exc
     return path.resolve()
+
+
+def claim_run_dir(project: Path, name: str, exist_ok: bool, who: str) -> tuple[Path, int]:
+    """Create the run folder and take its lock for `who`: (folder, lock descriptor) (issue 14, items 2 and 10).
+
+    Nothing in the folder is touched before the lock is ours; a reused folder (`exist_ok`) then has the
+    earlier run's logs and records set aside (`set_aside_previous`). RunBusy names the owner when another
+    process has the run. Hand the descriptor to `launcher.launch(lock_fd=...)` or close it (`lock.release`).
+    """
+    from yolotui.runs import lock
+
+    path = create_run_dir(project, name, exist_ok)
+    fd = lock.claim(path, who)
+    try:
+        if exist_ok:
+            set_aside_previous(path)
+    except BaseException:
+        lock.release(fd)
+        raise
+    return path, fd
 
 
 # The files of one life of a run folder: a reused folder (--exist-ok) starts without them.

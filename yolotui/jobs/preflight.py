@@ -1,0 +1,80 @@
+"""Checks made before anything detaches (issue 14, item 13), torch-free and quick.
+
+A run used to start in the background and fail a minute later on a data.yaml without images or a model
+YAML naming an unknown module, and `resume` launched before looking at last.pt. These checks run first, in
+the use case (new run, fine-tune, resume), and raise UserError with one line naming the file and what to
+fix:
+
+- `check_data`: the data.yaml parses (bounded YAML), names its splits, and train and val hold images;
+- `check_model`: the model YAML parses, has backbone and head lists of [from, number, module, args] rows,
+  and names only modules the engine knows (configs/modules.py);
+- `check_resume_checkpoint`: the health verdict of last.pt (container, CRCs, pickle scan, manifest) allows
+  a resume.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from yolotui.errors import UserError
+
+
+def check_data(data: str | Path) -> dict[str, int]:
+    """Image counts per split of a data.yaml; UserError when it does not parse or a split has no images."""
+    from yolotui.datasets import list_images, load_data_yaml
+
+    config = load_data_yaml(Path(data))
+    counts = {"train": len(list_images(config.train)), "val": len(list_images(config.val))}
+    for split, count in counts.items():
+        if count == 0:
+            raise UserError(f"{data}: no images found for '{split}' ({', '.join(config.split(split))}); "
+                            "check the paths in the data.yaml")
+    return counts
+
+
+def check_model(cfg: str | Path) -> int:
+    """The number of layers of a model YAML; UserError naming the file, layer and field when it is wrong."""
+    import yaml
+
+    from yolotui import safe_yaml
+    from yolotui.configs import resolve_model_cfg
+    from yolotui.configs.modules import KNOWN_MODULES, short_module_name
+
+    path = resolve_model_cfg(str(cfg))
+    try:
+        data: Any = safe_yaml.load_file(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"--cfg {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise UserError(f"--cfg {path}{where}: not valid YAML; fix the syntax there") from None
+    if not isinstance(data, dict):
+        raise UserError(f"--cfg {path}: a model YAML is a mapping with nc, backbone and head")
+    rows: list[Any] = []
+    for part in ("backbone", "head"):
+        value = data.get(part)
+        if not isinstance(value, list) or not value:
+            raise UserError(f"--cfg {path}: '{part}' must be a non-empty list of [from, number, module, args] rows")
+        rows += value
+    for index, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != 4:
+            raise UserError(f"--cfg {path}: layer {index}: must be [from, number, module, args], got {str(row)[:60]}")
+        if short_module_name(row[2]) is None:
+            raise UserError(f"--cfg {path}: layer {index}: unknown module {str(row[2])[:40]!r}; known modules: "
+                            f"{', '.join(sorted(KNOWN_MODULES))}")
+    return len(rows)
+
+
+def check_resume_checkpoint(last: Path, total_epochs: int | None = None) -> None:
+    """UserError unless the health verdict of `last` allows a resume (resumable, or finished for an extension)."""
+    from yolotui.health.verdict import FINISHED, RESUMABLE, diagnose_checkpoint
+
+    verdict = diagnose_checkpoint(Path(last), total_epochs, find_fallback=True)
+    if verdict.verdict in (RESUMABLE, FINISHED):
+        return
+    reason = verdict.reasons[0] if verdict.reasons else verdict.verdict
+    fallback = f"; resume from {Path(verdict.fallback).name} with --from {Path(verdict.fallback).name}" \
+        if verdict.fallback else ""
+    raise UserError(f"{last}: {verdict.verdict}: {reason}{fallback} (see `yolotui doctor`)")
