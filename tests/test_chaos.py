@@ -1,6 +1,7 @@
 """Issue 14, chaos: kill the supervisor and the trainer at random moments, resume, and check nothing is lost.
 
-Each round resumes the run (or extends it once it has finished), then SIGKILLs the supervisor, the trainer,
+Each round resumes the run (or extends it once it has finished; the second round with two simultaneous
+resumes, of which exactly one may win), then SIGKILLs the supervisor, the trainer,
 both, the trainer while a checkpoint is being written, or one of them right after the resume returned (while
 the trainer is still loading), at a random moment. After each round, once nothing of the run is left:
 
@@ -145,14 +146,27 @@ def _check_checkpoint(run_dir: Path) -> None:
     assert (int(ckpt["epoch"]), int(ckpt["step"])) == (manifest["epoch"], manifest["step"])
 
 
-def _resume_or_extend(run_dir: Path, env: dict[str, str]) -> None:
-    state = effective_state(run_dir)
-    if state == "finished":
+def _resume_args(run_dir: Path) -> list[str]:
+    if effective_state(run_dir) == "finished":
         planned = int(json.loads((run_dir / "weights" / "last.pt.json").read_text())["epochs"])
-        done = _yolotui(env, "resume", str(run_dir), "--epochs", str(planned + 1))
-    else:
-        done = _yolotui(env, "resume", str(run_dir))
-    assert done.returncode == 0, f"{state}: {done.stdout}{done.stderr}"
+        return ["resume", str(run_dir), "--epochs", str(planned + 1)]
+    return ["resume", str(run_dir)]
+
+
+def _resume_or_extend(run_dir: Path, env: dict[str, str]) -> None:
+    done = _yolotui(env, *_resume_args(run_dir))
+    assert done.returncode == 0, f"{effective_state(run_dir)}: {done.stdout}{done.stderr}"
+
+
+def _double_resume(run_dir: Path, env: dict[str, str]) -> None:
+    """Two `yolotui resume` at once: exactly one wins; the other exits 1 with one line naming the winner."""
+    args = [sys.executable, "-m", "yolotui", *_resume_args(run_dir)]
+    children = [subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(2)]
+    results = [(child.wait(timeout=120), child.stderr.read()) for child in children]
+    assert sorted(code for code, _ in results) == [0, 1], results
+    loser = next(err for code, err in results if code == 1).strip()
+    assert len(loser.splitlines()) == 1 and "owned by pid" in loser, loser
 
 
 def chaos(tmp_path: Path, cli_env: dict[str, str], rounds: int, seed: int) -> None:
@@ -166,6 +180,8 @@ def chaos(tmp_path: Path, cli_env: dict[str, str], rounds: int, seed: int) -> No
                 run_dir = _start_run(tmp_path, env, epochs=3)
                 # resume needs a first checkpoint: a run killed before it must be started again with `train`
                 wait_for(lambda: (run_dir / "weights" / "last.pt.json").exists(), timeout=120, interval=0.05)
+            elif round_no == 1:
+                _double_resume(run_dir, env)
             else:
                 _resume_or_extend(run_dir, env)
             if mode.startswith("resume-"):

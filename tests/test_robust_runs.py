@@ -135,7 +135,7 @@ def test_item3_stop_during_start_up_stops_the_run_at_once(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen([PY, "-c", LAUNCHER, str(run_dir), "300"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    time.sleep(0.05)
+    wait_for(lambda: lock.is_held(run_dir), timeout=30, interval=0.005)  # the launch has claimed the run
     result = stop(run_dir, grace_s=5, timeout_s=20)
     child.wait(timeout=30)
     assert result.was_running, result.message
@@ -236,7 +236,7 @@ def test_item6_nan_inf_and_negative_grace_are_refused(tmp_path, grace):
         stop(run_dir, grace_s=grace)
     assert not (run_dir / STOP_REQUEST).exists()
     proc = _cli(["stop", str(run_dir), "--grace", str(grace)])
-    assert proc.returncode != 0 and "grace period" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode != 0 and "grace" in proc.stderr and "Traceback" not in proc.stderr
     assert effective_state(run_dir) == "running"
 
 
@@ -280,7 +280,10 @@ def test_item10_exist_ok_keeps_old_logs_under_a_clear_name(tmp_path):
     run_dir = create_run_dir(tmp_path / "proj", "exp")
     for name in ("train.log", "events.jsonl", "supervisor.log", "results.csv", "status.json"):
         (run_dir / name).write_text(f"old {name}\n")
-    again = create_run_dir(tmp_path / "proj", "exp", exist_ok=True)
+    from yolotui.runs.store import claim_run_dir
+
+    again, fd = claim_run_dir(tmp_path / "proj", "exp", True, "test")
+    lock.release(fd)
     assert again == run_dir
     for name in ("train.log", "events.jsonl", "supervisor.log", "results.csv", "status.json"):
         assert not (run_dir / name).exists()

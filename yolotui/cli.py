@@ -65,6 +65,18 @@ def _selected_command(argv: Sequence[str]) -> str | None:
     return None
 
 
+def refuse_non_finite(args: object) -> None:
+    """UserError for NaN or infinity given to any float flag (issue 14): a safety net under the use cases'
+    own checks, so no float option of any command can carry them in."""
+    import math
+
+    for dest, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, float) and not math.isfinite(item):
+                raise UserError(f"--{dest.replace('_', '-')} {item}: give a finite number (not nan or inf)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv`, run the chosen subcommand, and turn UserError into a one-line message."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -78,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     module = _load(args.command)
     try:
+        refuse_non_finite(args)
         return int(module.run(args) or 0)
     except UserError as exc:
         print(f"yolotui: error: {exc}", file=sys.stderr)

@@ -5,6 +5,7 @@ The starting itself is yolotui.jobs (new_run, resume, finetune).
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,5 +29,5 @@ def after_launch(result: Any, attach: bool, as_json: bool = False) -> int:
 
         follow(run_dir)
     else:
-        print(f"follow it with: yolotui attach {run_dir}    stop it with: yolotui stop {run_dir}", file=out)
+        print(f"follow it with: yolotui attach {shlex.quote(str(run_dir))}    stop it with: yolotui stop {shlex.quote(str(run_dir))}", file=out)
     return 0

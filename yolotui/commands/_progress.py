@@ -5,6 +5,7 @@ Ctrl-C detaches: the run goes on under its supervisor. Returns when the run ends
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -87,6 +88,6 @@ def follow(run_dir: Path, out: TextIO = sys.stdout, interval: float = 0.5, from_
                 return state
             time.sleep(interval)
     except KeyboardInterrupt:
-        out.write(f"\ndetached; the run goes on. Follow again with: yolotui attach {run_dir}\n")
+        out.write(f"\ndetached; the run goes on. Follow again with: yolotui attach {shlex.quote(str(run_dir))}\n")
         out.flush()
         return state

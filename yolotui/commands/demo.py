@@ -9,6 +9,7 @@ never stops the run.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = result.run_dir
     print(f"started demo run {run_dir.name}: {run_dir}", file=out)
     if args.detach or args.json:
-        print(f"follow it with: yolotui attach {run_dir}", file=out)
+        print(f"follow it with: yolotui attach {shlex.quote(str(run_dir))}", file=out)
         return 0
     if not args.no_tui:
         from yolotui.tui.app import run_app

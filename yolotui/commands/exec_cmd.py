@@ -7,6 +7,7 @@ this prints the run folder (or, with --json, the run as JSON) and returns at onc
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 
@@ -40,6 +41,6 @@ def run(args: argparse.Namespace) -> int:
 
     for line in launch_lines_for(run_dir):  # how it survives logout
         print(line, file=sys.stderr)
-    print(f"started run {run_dir.name}; follow: yolotui logs {run_dir.name} --follow; "
-          f"stop: yolotui stop {run_dir.name}", file=sys.stderr)
+    print(f"started run {run_dir.name}; follow: yolotui logs {shlex.quote(str(run_dir))} --follow; "
+          f"stop: yolotui stop {shlex.quote(str(run_dir))}", file=sys.stderr)
     return 0

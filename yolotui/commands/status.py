@@ -21,11 +21,11 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.runs.layout import INTERRUPTED, LIVE_STATES
     from yolotui.runs.policy import describe_exit
     from yolotui.runs.resolve import resolve_run
-    from yolotui.runs.status import read_status
+    from yolotui.runs.status import read_status_checked
     from yolotui.runs.summary import summarize
 
     run_dir = resolve_run(args.run)
-    status = read_status(run_dir)
+    status, problem = read_status_checked(run_dir)  # a bad status.json is said, not a crash (issue 14)
     summary = summarize(run_dir)
     if args.json:
         data = status.to_dict() if status is not None else {}
@@ -39,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     if status is not None:
         state += f"  (attempt {status.attempt}/{status.max_attempts})"
     lines.append(f"state      {state}")
+    if problem:
+        lines.append(f"problem    {problem}")
     if summary.state == INTERRUPTED:
         lines.append("           its supervisor is gone (killed, or the machine restarted); nothing is running")
     if status is not None:

@@ -14,6 +14,7 @@ fix:
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,6 @@ def check_resume_checkpoint(last: Path, total_epochs: int | None = None) -> None
     if verdict.verdict in (RESUMABLE, FINISHED):
         return
     reason = verdict.reasons[0] if verdict.reasons else verdict.verdict
-    fallback = f"; resume from {Path(verdict.fallback).name} with --from {Path(verdict.fallback).name}" \
+    fallback = f"; resume from {Path(verdict.fallback).name} with --from {shlex.quote(Path(verdict.fallback).name)}" \
         if verdict.fallback else ""
     raise UserError(f"{last}: {verdict.verdict}: {reason}{fallback} (see `yolotui doctor`)")

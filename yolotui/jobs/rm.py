@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ def remove(request: RemoveRequest) -> RemoveResult:
         run_dir = Path(resolve_run(value)).resolve()
         state = effective_state(run_dir)
         if lock.is_held(run_dir) or state not in ENDED_STATES:
-            raise UserError(f"run {run_dir.name} is {state}: stop it first (yolotui stop {run_dir.name}); "
+            raise UserError(f"run {run_dir.name} is {state}: stop it first (yolotui stop {shlex.quote(str(run_dir))}); "
                             "nothing was removed")
         if run_dir not in folders:
             folders.append(run_dir)
