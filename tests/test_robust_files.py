@@ -20,7 +20,7 @@ from runs_helpers import reap_runs, wait_for  # noqa: F401  (reap_runs is an aut
 
 from yolotui.errors import UserError
 from yolotui.runs.launcher import launch
-from yolotui.runs.status import effective_state, read_status, read_status_checked
+from yolotui.runs.status import effective_state, read_status
 from yolotui.runs.store import create_run_dir
 
 PY = sys.executable
@@ -51,6 +51,7 @@ def _finished_run(tmp_path: Path) -> Path:
 
 
 def test_item7_a_wrongly_typed_status_field_is_reported_and_the_rest_still_works(tmp_path):
+    from yolotui.runs.status import read_status_checked
     from yolotui.runs.summary import summarize, summarize_all
 
     run_dir = _finished_run(tmp_path)
@@ -95,6 +96,7 @@ async def test_item7_tui_home_shows_a_run_with_a_broken_status_and_does_not_cras
     from tui_fakes import FakeSampler, wait_until
 
     from yolotui.tui.app import YolotuiApp
+    from yolotui.tui.screens.dashboard import DashboardScreen
 
     run_dir = _finished_run(tmp_path)
     data = json.loads((run_dir / "status.json").read_text())
@@ -106,7 +108,11 @@ async def test_item7_tui_home_shows_a_run_with_a_broken_status_and_does_not_cras
         table = app.home.query_one("#runs")
         names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert "exp" in names
-        assert app.is_running
+        table.focus()
+        await pilot.press("enter")  # the run's dashboard opens too, without its status
+        assert await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen))
+        await pilot.pause()
+        assert app.is_running and app.screen.run_dir == run_dir
 
 
 # ---------------------------------------------------------------------------------------------- item 8
