@@ -135,7 +135,9 @@ def test_item3_stop_during_start_up_stops_the_run_at_once(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen([PY, "-c", LAUNCHER, str(run_dir), "300"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    wait_for(lambda: lock.is_held(run_dir), timeout=30, interval=0.005)  # the launch has claimed the run
+    # The launch has begun writing the run's files; its supervisor is not up yet. (Before issue 14 the run
+    # then read as interrupted and `stop` said "nothing to stop" while the run went on.)
+    wait_for(lambda: (run_dir / "status.json").exists(), timeout=30, interval=0.002)
     result = stop(run_dir, grace_s=5, timeout_s=20)
     child.wait(timeout=30)
     assert result.was_running, result.message
