@@ -8,9 +8,10 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `yolotui stop`."""
     parser.add_argument("run", metavar="RUN", help="run name (see `yolotui ls`) or run folder")
-    parser.add_argument("--force", action="store_true", help="SIGKILL at once, without waiting for a checkpoint")
+    parser.add_argument("--force", action="store_true", help="SIGKILL at once, without waiting for a checkpoint (also overrides a stop under way)")
     parser.add_argument("--grace", type=float, default=30.0, metavar="S",
-                        help="seconds between SIGTERM and SIGKILL (default: 30)")
+                        help="seconds between SIGTERM and SIGKILL (default: 30); raised to what the run's measured "
+                             "steps and checkpoint writes need, and a checkpoint being written is never killed")
     parser.add_argument("--no-wait", action="store_true", help="return once the stop is requested")
 
 
