@@ -184,14 +184,13 @@ def chaos(tmp_path: Path, cli_env: dict[str, str], rounds: int, seed: int) -> No
                 _double_resume(run_dir, env)
             else:
                 _resume_or_extend(run_dir, env)
+            _wait_trainer(run_dir)
             if mode.startswith("resume-"):
                 time.sleep(rng.uniform(0.0, 0.3))  # the trainer is still starting and loading last.pt
+            elif mode == "checkpoint-write":
+                _wait_checkpoint_write(run_dir)
             else:
-                _wait_trainer(run_dir)
-                if mode == "checkpoint-write":
-                    _wait_checkpoint_write(run_dir)
-                else:
-                    time.sleep(rng.uniform(0.2, 2.5))
+                time.sleep(rng.uniform(0.2, 2.5))
             supervisor = (read_status(run_dir) or None) and read_status(run_dir).supervisor_pid
             trainer = _trainer_pid(run_dir)
             if mode in ("supervisor", "resume-supervisor", "both"):
