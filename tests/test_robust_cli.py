@@ -179,11 +179,14 @@ def test_item14_unwritable_home_is_one_line_and_leaves_nothing(tmp_path):
     assert not (tmp_path / "proj").exists()
 
 
-def test_item14_follow_up_commands_are_shell_quoted(tmp_path):
-    project = tmp_path / "my runs; rm -rf ~"
-    done = _cli(["exec", "--project", str(project), "--name", "q", "--", "true"])
-    assert done.returncode == 0, done.stderr
-    text = done.stdout + done.stderr
-    stop_cmd = text.split("stop: ", 1)[1].splitlines()[0]
-    assert shlex.split(stop_cmd) == ["yolotui", "stop", str(project / "q")]
-    wait_for(lambda: effective_state(project / "q") in ENDED_STATES, timeout=15)
+def test_item14_follow_up_commands_are_shell_quoted(tmp_path, capsys):
+    from yolotui.commands._launch import after_launch
+    from yolotui.jobs.results import started
+
+    run_dir = tmp_path / "my runs; rm -rf ~" / "q"
+    run_dir.mkdir(parents=True)
+    after_launch(started(run_dir, "started", [], []), attach=False)
+    text = capsys.readouterr().out
+    follow, stop_part = text.split("follow it with: ", 1)[1].splitlines()[0].split("    stop it with: ")
+    assert shlex.split(follow) == ["yolotui", "attach", str(run_dir)]
+    assert shlex.split(stop_part) == ["yolotui", "stop", str(run_dir)]

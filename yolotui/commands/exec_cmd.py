@@ -41,6 +41,6 @@ def run(args: argparse.Namespace) -> int:
 
     for line in launch_lines_for(run_dir):  # how it survives logout
         print(line, file=sys.stderr)
-    print(f"started run {run_dir.name}; follow: yolotui logs {shlex.quote(str(run_dir))} --follow; "
-          f"stop: yolotui stop {shlex.quote(str(run_dir))}", file=sys.stderr)
+    print(f"started run {run_dir.name}; follow: yolotui logs {shlex.quote(run_dir.name)} --follow; "
+          f"stop: yolotui stop {shlex.quote(run_dir.name)}", file=sys.stderr)
     return 0

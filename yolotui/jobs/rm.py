@@ -39,6 +39,8 @@ def remove(request: RemoveRequest) -> RemoveResult:
     for value in request.runs:
         run_dir = Path(resolve_run(value)).resolve()
         state = effective_state(run_dir)
+        if state in ENDED_STATES:
+            _wait_for_release(run_dir)  # a supervisor that has just recorded the end exits a moment later
         if lock.is_held(run_dir) or state not in ENDED_STATES:
             raise UserError(f"run {run_dir.name} is {state}: stop it first (yolotui stop {shlex.quote(str(run_dir))}); "
                             "nothing was removed")
@@ -55,3 +57,14 @@ def remove(request: RemoveRequest) -> RemoveResult:
                 raise UserError(f"{run_dir}: could not delete ({exc.strerror}); it is no longer listed") from exc
             result.deleted.append(run_dir)
     return result
+
+
+def _wait_for_release(run_dir: Path, seconds: float = 2.0) -> None:
+    """Give the run's last process up to `seconds` to let go of its lock."""
+    import time
+
+    from yolotui.runs import lock
+
+    deadline = time.monotonic() + seconds
+    while lock.is_held(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.02)
