@@ -218,10 +218,12 @@ def chaos(tmp_path: Path, cli_env: dict[str, str], rounds: int, seed: int) -> No
     _check_checkpoint(run_dir)
 
 
+@pytest.mark.timeout(600)
 def test_chaos_three_rounds(tmp_path, cli_env):
     chaos(tmp_path, cli_env, rounds=3, seed=14)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_chaos_twenty_rounds(tmp_path, cli_env):
     chaos(tmp_path, cli_env, rounds=20, seed=1414)
