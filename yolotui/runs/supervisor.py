@@ -411,7 +411,10 @@ class Supervisor:
                           remedy=decision.remedy, changes=decision.changes, settings=decision.settings,
                           retry_at=time.time() + decision.delay_s if decision.retry else None)
             if decision.failure_class is not None:  # issue 7: every classified failure is also an event
-                remedies.record_remedy_event(self.run_dir, attempt, decision)
+                try:
+                    remedies.record_remedy_event(self.run_dir, attempt, decision)
+                except (OSError, UserError) as exc:  # a full disk or a planted link: the status still says it
+                    log(f"warning: cannot write the remedy event: {getattr(exc, 'strerror', None) or exc}")
             how = policy.describe_exit(record["exit_code"], record["exit_signal"])
             self.marker(f"attempt {attempt} ended {_now_iso()}: {how}; {decision.remedy or decision.state}")
             log(f"attempt {attempt} ended: {how} -> {decision.failure_class or decision.state}; {decision.remedy}")
