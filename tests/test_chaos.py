@@ -147,9 +147,11 @@ def _check_checkpoint(run_dir: Path) -> None:
 
 
 def _resume_args(run_dir: Path) -> list[str]:
-    if effective_state(run_dir) == "finished":
-        planned = int(json.loads((run_dir / "weights" / "last.pt.json").read_text())["epochs"])
-        return ["resume", str(run_dir), "--epochs", str(planned + 1)]
+    """`resume RUN`, or `resume RUN --epochs N+1` once last.pt holds all planned epochs (finished, or killed
+    after its last checkpoint)."""
+    manifest = json.loads((run_dir / "weights" / "last.pt.json").read_text())
+    if int(manifest["epoch"]) >= int(manifest["epochs"]):
+        return ["resume", str(run_dir), "--epochs", str(int(manifest["epochs"]) + 1)]
     return ["resume", str(run_dir)]
 
 
@@ -207,7 +209,7 @@ def chaos(tmp_path: Path, cli_env: dict[str, str], rounds: int, seed: int) -> No
         for _ in range(5):
             if effective_state(run_dir) == "finished":
                 break
-            done = _yolotui(env, "resume", str(run_dir))
+            done = _yolotui(env, *_resume_args(run_dir))
             assert done.returncode == 0, done.stdout + done.stderr
             wait_for(lambda: effective_state(run_dir) in ENDED_STATES, timeout=240, interval=0.2)
         assert counter.most <= 1
