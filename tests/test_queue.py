@@ -234,6 +234,17 @@ def test_queued_run_is_interrupted_by_a_reboot_like_any_run(tmp_path, fake_gpus)
     kill_run(b)  # the machine went down
     wait_for(lambda: not lock.is_held(b))
     assert effective_state(b) == "interrupted" and read_status(b).attempt == 0
+    # `yolotui resume --interrupted` at boot: b waits again for the same condition, from its first attempt
+    from yolotui.runs.service import resume_interrupted
+
+    results = {r.name: r for r in resume_interrupted()}
+    assert results["b"].resumed, results
+    wait_for(lambda: "waiting for a to end" in waiting_reason(b))
+    assert lock.is_held(b) and read_status(b).attempt == 0
+    (tmp_path / "go_a").touch()
+    (tmp_path / "go_b").touch()
+    wait_state(b, "finished")
+    assert read_status(b).attempts[0]["command"][-1] == str(tmp_path / "go_b")  # no resume arguments added
 
 
 def test_waiting_text_for_lists():

@@ -121,8 +121,10 @@ class DecodedOutput(nn.Module):
 
 
 def _model_size(model: nn.Module) -> dict:
-    return {"layers": len(model.model), "params": sum(p.numel() for p in model.parameters()),
-            "head": type(model.model[-1]).__name__}
+    from yolotui.engine.model.flops import count_layers, count_params
+
+    # layers counted as `yolotui model-info` counts them
+    return {"layers": count_layers(model), "params": count_params(model), "head": type(model.model[-1]).__name__}
 
 
 def default_output(weights: Path) -> Path:

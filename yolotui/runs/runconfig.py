@@ -16,7 +16,7 @@ from yolotui.runs.atomic import atomic_write_text
 from yolotui.runs.layout import RUN_YAML
 
 # Keys the job layer itself owns; extra options may not reuse them.
-RESERVED_KEYS = frozenset({"name", "backend", "command", "cwd", "device", "env", "restart", "created"})
+RESERVED_KEYS = frozenset({"name", "backend", "command", "cwd", "device", "env", "restart", "created", "queue"})
 
 # Backends whose trainer writes a checkpoint on SIGUSR1 (for any other, run.yaml must say save_signal: true).
 SAVE_SIGNAL_BACKENDS = frozenset({"yolotui"})
