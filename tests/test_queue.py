@@ -7,6 +7,7 @@ creates) and a fake `pynvml` module put first on the supervisors' PYTHONPATH, sc
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import textwrap
 import time
@@ -170,6 +171,9 @@ def test_after_chain_runs_in_order_and_stop_while_queued(tmp_path, fake_gpus):
     assert lock.is_held(b) and effective_state(b) == "queued"
     wait_for(lambda: "waiting for a to end" in waiting_reason(b))
     wait_for(lambda: "waiting for b to end" in waiting_reason(c))
+    listed = subprocess.run([PY, "-m", "yolotui", "ls"], capture_output=True, text=True, timeout=60).stdout
+    row_b = next(line for line in listed.splitlines() if line.startswith("b "))
+    assert "queued" in row_b and "a to end" in row_b
     assert read_status(b).attempt == 0 and not (b / "train.log").exists()
     # a queued run can be stopped: it ends stopped without ever starting
     d = start(tmp_path, "d", go_b, device="cpu", queue=queue.make_spec(after=a))

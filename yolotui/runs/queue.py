@@ -227,6 +227,13 @@ def decision_lock() -> Iterator[None]:
         os.close(fd)
 
 
+def short_note(message: str, width: int = 28) -> str:
+    """A queued run's reason shortened for a table cell: 'GPU 0: held by exp7', 'for a to end'."""
+    note = message.removeprefix("queued: ").removeprefix("waiting for ").removeprefix("waiting ")
+    note = note.replace("yolotui run ", "")
+    return note if len(note) <= width else note[:width - 1] + "…"
+
+
 def waiting_text(status: RunStatus | None) -> str | None:
     """What a queued run waits for, for lists and the TUI; None when it is not waiting."""
     if status is None or status.state != QUEUED or not isinstance(status.queue, dict):

@@ -20,6 +20,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from yolotui.runs import index
 from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
+from yolotui.runs.queue import short_note
 from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
 from yolotui.tui.runview import format_age, format_time
@@ -338,9 +339,7 @@ def _cells(row: HomeRow, now: float, marked: bool = False) -> tuple:
     if summary.epoch is not None or summary.epochs is not None:
         epoch = f"{summary.epoch if summary.epoch is not None else 0}/{summary.epochs or '?'}"
     if summary.state == "queued" and summary.message:
-        note = summary.message.removeprefix("queued: ").removeprefix("waiting for ").removeprefix("waiting ")
-        note = note.replace("yolotui run ", "")
-        epoch = Text(note if len(note) <= QUEUE_NOTE_WIDTH else note[:QUEUE_NOTE_WIDTH - 1] + "…", "italic")
+        epoch = Text(short_note(summary.message, QUEUE_NOTE_WIDTH), "italic")
     best = f"{summary.best_map:.4f}" if summary.best_map is not None else "--"
     checkpoint = Text("none", "dim")
     if row.checkpoint is not None:
