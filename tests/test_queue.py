@@ -255,3 +255,31 @@ def test_waiting_text_for_lists():
     status = SimpleNamespace(state="queued", queue={"reason": "waiting for a to end"})
     assert queue.waiting_text(status) == "waiting for a to end"
     assert queue.waiting_text(SimpleNamespace(state="running", queue=None)) is None
+
+
+# --------------------------------------------------------------------------------------------- the CLI
+
+def test_train_after_queues_a_training_run_that_can_be_stopped(tmp_path, fake_gpus, capsys):
+    from trainkit import make_data, write_tiny_cfg
+
+    from yolotui.cli import main
+
+    start(tmp_path, "a", tmp_path / "go_a", device="cpu")
+    data = make_data(tmp_path / "data", n_train=2, n_val=1, img=64)
+    base = ["train", "--data", str(data), "--cfg", str(write_tiny_cfg(tmp_path)), "--img", "64", "--epochs", "1",
+            "--device", "cpu", "--workers", "0", "--project", str(tmp_path / "runs")]
+    # refused before anything is made: an unknown run, a CPU run waiting for GPUs
+    assert main([*base, "--name", "x", "--after", "no-such-run"]) == 2
+    assert "no-such-run" in capsys.readouterr().err and not (tmp_path / "runs" / "x").exists()
+    assert main([*base, "--name", "y", "--when-free", "20G"]) == 2
+    assert "cpu" in capsys.readouterr().err and not (tmp_path / "runs" / "y").exists()
+
+    assert main([*base, "--name", "later", "--after", "a", "--after-ok"]) == 0
+    out = capsys.readouterr().out
+    assert "queued run later" in out and "starts after a succeeds" in out
+    later = tmp_path / "runs" / "later"
+    wait_for(lambda: "waiting for a to end" in waiting_reason(later))
+    assert main(["stop", str(later)]) == 0
+    wait_state(later, "stopped")
+    status = read_status(later)
+    assert status.attempt == 0 and not (later / "weights" / "last.pt").exists()
