@@ -125,6 +125,14 @@ async def test_a_queued_run_shows_what_it_waits_for(tmp_path):
             table = app.home.query_one("#runs")
             cells = [str(c) for c in table.get_row_at(0)]
             assert cells[1] == "queued" and "GPU 0: held by exp7" in cells
+            await pilot.press("enter")  # its dashboard says the same in the header
+            from test_tui_dashboard import text_of
+
+            from yolotui.tui.screens.dashboard import DashboardScreen
+
+            await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.settled,
+                             "opened the dashboard")
+            assert "waiting for GPU 0: held by yolotui run exp7" in text_of(app.screen, "#run-header")
     finally:
         import os
 
