@@ -279,7 +279,10 @@ def test_train_after_queues_a_training_run_that_can_be_stopped(tmp_path, fake_gp
     assert "queued run later" in out and "starts after a succeeds" in out
     later = tmp_path / "runs" / "later"
     wait_for(lambda: "waiting for a to end" in waiting_reason(later))
+    assert main(["rm", "later"]) == 2  # live while queued: stop it first, like any run
+    assert "stop it first" in capsys.readouterr().err
     assert main(["stop", str(later)]) == 0
     wait_state(later, "stopped")
     status = read_status(later)
     assert status.attempt == 0 and not (later / "weights" / "last.pt").exists()
+    assert main(["rm", "later", "--files"]) == 0 and not later.exists()
