@@ -140,3 +140,14 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     assert "CUDA" in capsys.readouterr().err
     assert main(["export", "--weights", str(weights), "--img", str(IMG), "--output", str(weights)]) == 2
     assert "overwrite" in capsys.readouterr().err
+
+
+def test_export_half_writes_fp16_weights(tmp_path, capsys):
+    weights = tmp_path / "w.pt"
+    tiny_checkpoint(weights)
+    assert main(["export", "--weights", str(weights), "--img", str(IMG), "--half", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    saved = torch.load(tmp_path / "w-inference.pt", weights_only=True)
+    assert saved["half"] and all(v.dtype == torch.float16 for v in saved["model"].values() if v.is_floating_point())
+    assert report["converted"]["ok"] and report["converted"]["box"] > 0  # fp16 rounding shows, within tolerance
+

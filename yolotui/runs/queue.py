@@ -135,6 +135,8 @@ def _holders(gpus: set[int], me: Path) -> dict[int, str]:
         if status is None:
             continue
         if status.state in GPU_HOLDING_STATES:
+            if status.device is None:  # a command started without --device (yolotui exec): no GPU claimed
+                continue
             try:
                 used = set(gpu_indices(status.device))
             except UserError:
