@@ -285,4 +285,14 @@ def test_train_after_queues_a_training_run_that_can_be_stopped(tmp_path, fake_gp
     wait_state(later, "stopped")
     status = read_status(later)
     assert status.attempt == 0 and not (later / "weights" / "last.pt").exists()
+    # resuming a run that never started queues it again, as it was
+    capsys.readouterr()
+    assert main(["resume", "later", "--epochs", "3"]) == 2
+    assert "never started" in capsys.readouterr().err
+    assert main(["resume", "later"]) == 0
+    assert "queued run later" in capsys.readouterr().out
+    wait_for(lambda: "waiting for a to end" in waiting_reason(later))
+    assert main(["stop", "later"]) == 0
+    wait_state(later, "stopped")
+    wait_for(lambda: not lock.is_held(later))  # the supervisor exits just after recording `stopped`
     assert main(["rm", "later", "--files"]) == 0 and not later.exists()
