@@ -97,6 +97,8 @@ def resume(request: ResumeRequest) -> StartedRun:
     run_dir = run_dir_for(request.target)
     # The run's lock first, before anything is read for the decision or written (issue 14, item 2): of two
     # simultaneous resumes exactly one gets here; the other exits 1 naming the winner.
+    if _never_started_queued(run_dir):
+        return _requeue(run_dir, request)  # queued again as it was (its launch takes the lock)
     lock_fd = lock.claim(run_dir, "yolotui resume")
     try:
         opt, overrides, manifest, done, planned = _prepare(run_dir, request, epochs, batch_size, device, workers)
@@ -170,3 +172,29 @@ def _prepare(run_dir: Path, request: ResumeRequest, epochs: int | None, batch_si
             opt[key] = value
     write_run_files(run_dir, opt, load_hyp(run_dir / layout.HYP_YAML))
     return opt, overrides, manifest, done, planned
+
+
+def _never_started_queued(run_dir: Path) -> bool:
+    """True for a queued run (run.yaml `queue`) whose first attempt never started (e.g. a reboot while queued)."""
+    from yolotui.runs.runconfig import run_yaml_field
+    from yolotui.runs.status import read_status
+
+    status = read_status(run_dir)
+    return bool(run_yaml_field(run_dir, "queue")) and status is not None and not status.attempts
+
+
+def _requeue(run_dir: Path, request: ResumeRequest) -> StartedRun:
+    """Queue a never-started run again, waiting for what it waited for (runs.service.relaunch)."""
+    from yolotui.jobs.queue import describe_spec
+    from yolotui.runs.runconfig import run_yaml_field
+    from yolotui.runs.service import relaunch
+
+    changed = [name for name in ("epochs", "batch_size", "device", "workers", "from_ckpt")
+               if getattr(request, name) is not None]
+    if changed or request.layout:
+        raise UserError(f"run {run_dir.name} never started (it was queued): it is queued again as it was, so "
+                        f"--{(changed or ['layout'])[0].replace('_', '-')} cannot be given; start a new run to "
+                        "change its options")
+    relaunch(run_dir)
+    return started(run_dir, "queued", [], [describe_spec(run_yaml_field(run_dir, "queue"))])
+

@@ -102,6 +102,7 @@ def launch(
     backoff_s: float = policy.DEFAULT_BACKOFF_S,
     cwd: Path | None = None,
     restart: dict[str, Any] | None = None,
+    queue: dict[str, Any] | None = None,
     lock_fd: int | None = None,
     checkpoint_hint: int | None = None,
 ) -> RunStatus:
@@ -110,6 +111,7 @@ def launch(
     `env` adds variables to the command's environment; `extra` adds options to run.yaml (e.g. `resume_args`,
     `save_signal`, a backend's resolved options); `cwd` is the command's working folder (default: ours);
     `restart` adds restart settings (e.g. `min_batch`, `collective_timeout_s`, `backoff_max_s`; see remedies).
+    `queue` (yolotui.runs.queue.make_spec) makes the supervisor wait in state `queued` before attempt 1.
     Raises UserError for an unwritable folder, a bad name, a missing program, too little disk space or a run
     that is still live, always before anything detaches.
 
@@ -123,7 +125,7 @@ def launch(
     try:
         return _launch(run_dir, command, name=name, backend=backend, device=device, max_attempts=max_attempts,
                        env=env, extra=extra, backoff_s=backoff_s, cwd=cwd, restart=restart, lock_fd=lock_fd,
-                       checkpoint_hint=checkpoint_hint)
+                       checkpoint_hint=checkpoint_hint, queue=queue)
     finally:
         lock.release(lock_fd)
 
@@ -131,7 +133,7 @@ def launch(
 def _launch(run_dir: Path, command: Sequence[str], *, name: str, backend: str, device: str | None,
             max_attempts: int, env: dict[str, str] | None, extra: dict[str, Any] | None, backoff_s: float,
             cwd: Path | None, restart: dict[str, Any] | None, lock_fd: int | None,
-            checkpoint_hint: int | None) -> RunStatus:
+            checkpoint_hint: int | None, queue: dict[str, Any] | None = None) -> RunStatus:
     """launch() with the caller's lock descriptor (closed by launch(), whatever happens here)."""
     run_dir = Path(run_dir).resolve()
     validate_name(name)
@@ -160,14 +162,15 @@ def _launch(run_dir: Path, command: Sequence[str], *, name: str, backend: str, d
     try:
         return _start(run_dir, argv, lock_fd, name=name, backend=backend, device=device,
                       max_attempts=max_attempts, env=env, extra=extra, backoff_s=backoff_s, workdir=workdir,
-                      restart=restart, checkpoint_hint=checkpoint_hint)
+                      restart=restart, checkpoint_hint=checkpoint_hint, queue=queue)
     finally:
         lock.release(own_fd)
 
 
 def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: str, device: str | None,
            max_attempts: int, env: dict[str, str], extra: dict[str, Any], backoff_s: float, workdir: Path,
-           restart: dict[str, Any] | None, checkpoint_hint: int | None) -> RunStatus:
+           restart: dict[str, Any] | None, checkpoint_hint: int | None,
+           queue: dict[str, Any] | None = None) -> RunStatus:
     """Write run.yaml and status.json and start the supervisor, the run's lock held in `lock_fd`."""
     from yolotui.runs import diskspace
     from yolotui.runs.manifest import reconcile_run
@@ -189,12 +192,19 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
         "created": time.time(),
         **extra,
     }
+    if queue:
+        config["queue"] = dict(queue)
     start_argv, logout_record = session_guard(supervisor_argv(run_dir), run_dir, name)
     config["logout"] = logout_record  # how the supervisor survives logout, for the launch output and doctor
     write_run_config(run_dir, config)
     drop_stale_stop_request(run_dir, launch_started)
     status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
                        command=argv, backend=backend, device=device)
+    if queue:
+        from yolotui.runs.queue import describe
+
+        status.queue = {"spec": dict(queue), "reason": describe(queue), "since": time.time()}
+        status.message = f"queued: {describe(queue)}"
     write_status(run_dir, status)
     index.add(run_dir, name)
 
