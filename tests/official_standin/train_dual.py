@@ -60,8 +60,9 @@ def train(hyp, opt, device, callbacks):
     if opt.data and not Path(opt.data).exists():
         raise FileNotFoundError(f"Dataset not found: {opt.data}")
     limit = int(os.environ.get("STANDIN_OOM_ABOVE", "0") or 0)
-    if limit and batch_size > limit:
-        raise RuntimeError(f"CUDA out of memory. Tried to allocate 20.00 MiB (batch {batch_size})")
+    oom_epoch = int(os.environ.get("STANDIN_OOM_EPOCH", "0") or 0)
+    crash_marker = os.environ.get("STANDIN_CRASH_ONCE")
+    crash_epoch = int(os.environ.get("STANDIN_CRASH_EPOCH", "1") or 1)
     model = DetectionModel()
     optimizer = torch.optim.SGD(model.parameters(), lr=hyp.get("lr0", 0.01))
     start_epoch, best_fitness = 0, 0.0
@@ -80,6 +81,8 @@ def train(hyp, opt, device, callbacks):
     LOGGER.info(f"Logging results to {save_dir}\nStarting training for {epochs} epochs...")
     for epoch in range(start_epoch, epochs):
         callbacks.run("on_train_epoch_start")
+        if limit and batch_size > limit and epoch >= oom_epoch:
+            raise RuntimeError(f"CUDA out of memory. Tried to allocate 20.00 MiB (batch {batch_size})")
         mloss = torch.zeros(3)
         for i in range(nb):
             callbacks.run("on_train_batch_start")
@@ -100,6 +103,9 @@ def train(hyp, opt, device, callbacks):
             best_fitness = float(fi[0])
         log_vals = list(mloss) + list(results) + lr
         callbacks.run("on_fit_epoch_end", log_vals, epoch, np.array([best_fitness]), fi)
+        if crash_marker and epoch == crash_epoch and not os.path.exists(crash_marker):
+            open(crash_marker, "w").close()  # once: the row of this epoch is written, its checkpoint is not
+            raise RuntimeError("stand-in crash after the results row, before the checkpoint")
         final_epoch = epoch + 1 == epochs
         ckpt = {"epoch": epoch, "best_fitness": np.array([best_fitness]), "model": DetectionModel().half(),
                 "ema": DetectionModel().half(), "updates": ni, "optimizer": optimizer.state_dict(),
@@ -111,6 +117,8 @@ def train(hyp, opt, device, callbacks):
             torch.save(ckpt, best)
         callbacks.run("on_model_save", last, epoch, final_epoch, best_fitness, fi)
     LOGGER.info(f"\n{epoch - start_epoch + 1} epochs completed in {(time.time() - t0) / 3600:.3f} hours.")
+    if os.environ.get("STANDIN_FAIL_AFTER"):
+        raise RuntimeError("stand-in failure after training (as a plotting or final-val step can fail)")
     for f in last, best:
         if f.exists():
             strip_optimizer(f)

@@ -78,6 +78,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="attempts in all, the first included (default 5); or give --max-restarts")
     parser.add_argument("--restart-backoff", type=float, default=None, metavar="S",
                         help="seconds before the first retry, doubling for crashes and comm errors (default 2)")
+    parser.add_argument("--backend", choices=["yolotui", "official"], default="yolotui",
+                        help="yolotui: the built-in engine (default); official: the official train_dual.py of "
+                             "--repo, every other flag passed to it unchanged")
+    parser.add_argument("--repo", default=None, metavar="PATH",
+                        help="official backend: the official YOLOv9 checkout (default: this folder)")
+    parser.add_argument("--script", default="train_dual.py", choices=["train_dual.py", "train.py", "train_triple.py"],
+                        help="official backend: which training script (default train_dual.py)")
+    parser.add_argument("--python", default=None, metavar="EXE",
+                        help="official backend: the trainer's interpreter, e.g. the official image's python")
 
 
 def prepare_run(opt_given: dict[str, Any]) -> tuple[Path, dict[str, Any], dict[str, Any], list[str]]:
@@ -126,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.commands._launch import after_launch, start_training
     from yolotui.errors import UserError
 
+    if getattr(args, "backend", "yolotui") == "official":
+        return run_official(args)
     given, dist_flags = given_options(args), given_layout(args)
     if args.resume is not False:
         from yolotui.commands.resume import resume_run
@@ -154,3 +165,25 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run behind
         raise
     return after_launch(run_dir, args.attach)
+
+
+def run_official(args: argparse.Namespace) -> int:
+    """`yolotui train --backend official`: the official script of --repo, its flags passed through."""
+    from yolotui.backends import official
+    from yolotui.commands._launch import after_launch
+    from yolotui.errors import UserError
+
+    raw = list(getattr(args, "raw_argv", []) or [])
+    taken, script_args = official.split_flags(raw, {**official.YOLOTUI_FLAGS, "--script": 1})
+    if args.resume is not False:
+        raise UserError("resume an official run with `yolotui resume RUN` (it passes --resume RUN/weights/last.pt)")
+    if args.restart_backoff is not None and args.restart_backoff < 0:
+        raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
+    repo = official.find_repo(args.repo)
+    cmd = official.OfficialCommand(python=official.python_for(args.python), repo=repo, script=args.script,
+                                   args=script_args)
+    run_dir, lines = official.launch_official(cmd, max_attempts=restart_limit(args.max_restarts, args.max_attempts),
+                                              backoff_s=args.restart_backoff)
+    for line in lines:
+        print(line)
+    return after_launch(run_dir, bool(taken.get("--attach")))
