@@ -101,6 +101,16 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
     from yolotui.runs.atomic import read_json
 
     run_dir = run_dir_for(target)
+    from yolotui.backends import official
+
+    if official.is_official_run(run_dir):  # the official trainer's own --resume semantics
+        if from_ckpt or dist_flags and any(dist_flags.values()):
+            raise UserError("an official run resumes from its weights/last.pt with the official --resume; "
+                            "--from and the process-layout flags do not apply")
+        verb, lines = official.resume_official(run_dir, epochs, batch_size, device, workers)
+        for line in lines:
+            print(line)
+        return after_launch(run_dir, attach, verb=verb)
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
     if from_ckpt:

@@ -236,10 +236,23 @@ def resume_usable(run_config: dict[str, Any]) -> bool:
         return True
     from yolotui.health.verdict import RESUMABLE, diagnose_checkpoint
 
+    path = Path(str(path))
+    total = _planned_epochs(path.parent.parent / "opt.yaml")  # the official --resume reads its plan there
     try:
-        return diagnose_checkpoint(Path(str(path)), find_fallback=False).verdict == RESUMABLE
+        return diagnose_checkpoint(path, total_epochs=total, find_fallback=False).verdict == RESUMABLE
     except (OSError, ValueError):
         return False
+
+
+def _planned_epochs(opt_yaml: Path) -> int | None:
+    """opt.yaml's `epochs`, or None when it cannot be read."""
+    from yolotui.config import load_yaml
+    from yolotui.errors import UserError
+
+    try:
+        return int(load_yaml(opt_yaml, "opt.yaml").get("epochs"))
+    except (UserError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def command_for_attempt(run_config: dict[str, Any], attempt: int, changes: dict[str, Any]) -> list[str]:
