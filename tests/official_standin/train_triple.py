@@ -1,6 +1,5 @@
 """Stand-in train_triple.py: the same as the stand-in train_dual.py."""
 import runpy
-import sys
 from pathlib import Path
 
 if __name__ == "__main__":

@@ -27,6 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yolotui.backends.base import (
+    REMEDY_ALLOC_CONF,
+    REMEDY_HALVE_BATCH,
+    REMEDY_NCCL_ENV,
+    REMEDY_RETRY,
+    Backend,
+    Capabilities,
+    CommandRequest,
+    LaunchSpec,
+    RunOutputs,
+)
 from yolotui.errors import UserError
 from yolotui.runs import layout
 
@@ -156,67 +167,7 @@ def trainer_command(cmd: OfficialCommand, run_dir: Path, args: list[str]) -> lis
 def resume_settings(run_dir: Path) -> dict[str, Any]:
     """run.yaml's resume entries: `--resume RUN/weights/last.pt` when that checkpoint is resumable."""
     last = layout.weights_dir(Path(run_dir)) / layout.LAST_PT
-    return {"resume_args": ["--resume", str(last)], "resume_if_usable": str(last)}
-
-
-def check_interpreter(python: str) -> list[str]:
-    """Lines to print at launch about the trainer's interpreter (bounded probe); UserError if it cannot run."""
-    from yolotui.health.official_env import official_env_issues, probe_interpreter
-
-    facts = probe_interpreter(python)
-    if facts.get("error"):
-        raise UserError(f"--python: {facts['error']}; give the interpreter that runs the official code")
-    lines = [f"trainer: {facts.get('executable') or python} (Python {facts.get('python')}, torch "
-             f"{facts.get('torch') or 'missing'}, numpy {facts.get('numpy') or '?'}, Pillow {facts.get('pillow') or '?'})"]
-    lines += [f"{issue.level}: {issue.message}" for issue in official_env_issues(facts)]
-    if facts.get("torch") and not any("weights_only" in line for line in lines):
-        lines.append(f"note: torch {facts['torch']} unpickles fully by default: the official loads work as they are")
-    return lines
-
-
-def launch_official(cmd: OfficialCommand, *, cwd: Path | None = None, max_attempts: int = 5,
-                    backoff_s: float | None = None, project: Path | None = None, name: str | None = None,
-                    exist_ok: bool | None = None) -> tuple[Path, list[str]]:
-    """Create the run folder and start the official trainer under the supervisor; (run_dir, lines to print).
-
-    project/name/exist_ok given here win over the official flags in `cmd.args` (which win over the defaults).
-    """
-    from yolotui.runs import store
-    from yolotui.runs.launcher import launch
-
-    cwd = Path(cwd or Path.cwd()).resolve()
-    script = cmd.repo / cmd.script
-    if not script.is_file():
-        raise UserError(f"{script} not found: the official checkout has no {cmd.script}")
-    flag_project, flag_name, flag_exist_ok, args = output_folder(cmd.args, cwd)
-    if any(a == "--resume" or a.startswith("--resume=") for a in args):
-        raise UserError("--resume: resume a yolotui run with `yolotui resume RUN` (it passes the official "
-                        "--resume RUN/weights/last.pt itself)")
-    project = Path(project) if project is not None else flag_project
-    name = name or flag_name
-    exist_ok = flag_exist_ok if exist_ok is None else exist_ok
-    store.validate_name(name)
-    lines = check_interpreter(cmd.python)
-    if exist_ok and (project / name / layout.WEIGHTS_DIR / layout.LAST_PT).exists():
-        raise UserError(f"{project / name} already holds weights/last.pt: resume it with "
-                        f"`yolotui resume {project / name}` or choose another --name")
-    run_dir = store.create_run_dir(project, name, exist_ok=exist_ok)
-    extra = {"official": {"repo": str(cmd.repo), "script": cmd.script, "python": cmd.python,
-                          "save_dir": str(run_dir), "args": list(args)},
-             **resume_settings(run_dir)}
-    kwargs: dict[str, Any] = {}
-    if backoff_s is not None:
-        kwargs["backoff_s"] = backoff_s
-    try:
-        launch(run_dir, trainer_command(cmd, run_dir, args), name=run_dir.name, backend=NAME,
-               max_attempts=max_attempts, extra=extra, cwd=cwd, **kwargs)
-    except UserError:
-        if not exist_ok:
-            import shutil
-
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
-    return run_dir, lines
+    return {"resume_args": ["--resume", str(last)], "resume_if_usable": str(last), "resume_check": RESUME_CHECK}
 
 
 # ------------------------------------------------------------------------------------------ run folders
@@ -261,71 +212,6 @@ def edit_opt_yaml(run_dir: Path, changes: dict[str, Any]) -> dict[str, list[Any]
     return edit(save_dir(run_dir) / layout.OPT_YAML, changes)
 
 
-def resume_official(run_dir: Path, epochs: int | None = None, batch_size: int | None = None,
-                    device: str | None = None, workers: int | None = None) -> tuple[str, list[str]]:
-    """Relaunch an official run with the official `--resume RUN/weights/last.pt` (options changed in opt.yaml).
-
-    Returns (verb, lines to print). A finished, unstripped run extends to `epochs`; a stripped one (epoch -1)
-    cannot: fine-tune it instead. With no usable last.pt the original command starts the run over.
-    """
-    from yolotui.health.verdict import FINISHED, RESUMABLE, diagnose_checkpoint
-    from yolotui.runs import lock
-    from yolotui.runs.launcher import launch
-    from yolotui.runs.policy import restart_settings
-    from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config
-
-    run_dir = Path(run_dir)
-    if lock.is_held(run_dir):
-        raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
-    config = read_run_config(run_dir)
-    opt = read_opt(run_dir)
-    planned = int(opt.get("epochs") or 0) or None
-    last = layout.weights_dir(save_dir(run_dir)) / layout.LAST_PT
-    verdict = diagnose_checkpoint(last, total_epochs=planned, find_fallback=False)
-    lines: list[str] = []
-    changes: dict[str, Any] = {}
-    verb = "resuming"
-    if verdict.verdict == FINISHED:
-        if verdict.epoch is None or (verdict.info is not None and verdict.info.epoch == -1):
-            raise UserError(f"{last} is stripped (the official strip_optimizer ran: epoch -1, no optimizer), so "
-                            "the official trainer cannot extend it; fine-tune it instead: yolotui finetune "
-                            f"{run_dir} --epochs N")
-        if epochs is None or epochs <= verdict.epoch:
-            raise UserError(f"run {run_dir.name} finished all {verdict.epoch} epochs: extend it with --epochs N "
-                            f"(N > {verdict.epoch})")
-        verb = "extending"
-        lines.append(f"extending from epoch {verdict.epoch} to {epochs}: the official trainer re-plans its lr "
-                     f"schedule for {epochs} epochs from the current epoch on")
-    elif verdict.verdict == RESUMABLE:
-        if epochs is not None and verdict.epoch is not None and epochs <= verdict.epoch:
-            raise UserError(f"--epochs {epochs}: the run has already done {verdict.epoch} epochs; give at least "
-                            f"{verdict.epoch + 1}")
-        lines.append(f"resuming from epoch {verdict.epoch} of {epochs or planned} with the official --resume {last}")
-    else:
-        why = "; ".join(verdict.reasons) or verdict.verdict
-        lines.append(f"no usable last.pt ({verdict.verdict}: {why}): starting the original command over in "
-                     f"{run_dir}")
-        verb = "restarting"
-    for key, value in (("epochs", epochs), ("batch_size", batch_size), ("device", device), ("workers", workers)):
-        if value is not None:
-            changes[key] = value
-    if changes:
-        settings = edit_opt_yaml(run_dir, changes)
-        if settings:
-            lines.append("opt.yaml: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in settings.items())
-                         + f" (the first version is kept as {OPT_ORIG})")
-    max_attempts, backoff_s, _ = restart_settings(config)
-    extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS and k != "logout"}
-    extra.update(resume_settings(save_dir(run_dir)))
-    extra["resume_first"] = True
-    restart = {k: v for k, v in (config.get("restart") or {}).items() if k not in ("max_attempts", "backoff_s")}
-    launch(run_dir, [str(a) for a in config["command"]], name=str(config.get("name") or run_dir.name),
-           backend=NAME, device=config.get("device"), max_attempts=max_attempts,
-           env={str(k): str(v) for k, v in (config.get("env") or {}).items()}, extra=extra, backoff_s=backoff_s,
-           cwd=Path(config["cwd"]) if config.get("cwd") else None, restart=restart)
-    return verb, lines
-
-
 def python_for(explicit: str | None, recognised: OfficialCommand | None = None) -> str:
     """The trainer's interpreter: --python, else the exec command's python, else this interpreter."""
     if explicit:
@@ -333,3 +219,62 @@ def python_for(explicit: str | None, recognised: OfficialCommand | None = None) 
     if recognised is not None:
         return recognised.python
     return sys.executable
+
+
+def resume_usable(run_config: dict[str, Any]) -> bool:
+    """Whether run.yaml's `resume_if_usable` checkpoint is resumable by yolotui's scan (the doctor's verdict),
+    against the plan in opt.yaml beside it (what the official --resume reads). The supervisor calls this through
+    run.yaml's `resume_check` before adding `--resume RUN/weights/last.pt` (yolotui/runs/policy.py)."""
+    from yolotui.health.verdict import RESUMABLE, diagnose_checkpoint
+
+    path = run_config.get("resume_if_usable")
+    if not path:
+        return True
+    path = Path(str(path))
+    opt = read_opt(path.parent.parent) if (path.parent.parent / layout.OPT_YAML).exists() else {}
+    try:
+        total = int(opt.get("epochs")) if opt.get("epochs") is not None else None
+    except (TypeError, ValueError):
+        total = None
+    return diagnose_checkpoint(path, total_epochs=total, find_fallback=False).verdict == RESUMABLE
+
+
+RESUME_CHECK = "yolotui.backends.official:resume_usable"
+
+
+class OfficialBackend(Backend):
+    """The official train_dual.py / train.py / train_triple.py of a checkout, through the shim."""
+
+    name = NAME
+    capabilities = Capabilities(save_now=False, mid_epoch_stop=False, resume=True, extend=True, lr_scale=False,
+                                distributed=False)
+
+    def new_run_command(self, request: CommandRequest) -> LaunchSpec:
+        """The shim command for a new run: request.opt holds `python`, `repo`, `script`; request.argv the
+        official flags (without --project/--name/--exist-ok, which point at request.run_dir)."""
+        cmd = OfficialCommand(python=str(request.opt["python"]), repo=Path(request.opt["repo"]),
+                              script=str(request.opt.get("script") or "train_dual.py"), args=list(request.argv))
+        run_dir = Path(request.run_dir)
+        extra = {"official": {"repo": str(cmd.repo), "script": cmd.script, "python": cmd.python,
+                              "save_dir": str(run_dir), "args": list(cmd.args)},
+                 **resume_settings(run_dir)}
+        return LaunchSpec(command=trainer_command(cmd, run_dir, list(cmd.args)), extra=extra)
+
+    def resume_command(self, request: CommandRequest) -> LaunchSpec:
+        """The run's own command with the official `--resume RUN/weights/last.pt` (added by the supervisor when
+        that checkpoint is resumable, `resume_first`); changed options go to opt.yaml (jobs.official)."""
+        from yolotui.runs.runconfig import read_run_config
+
+        config = read_run_config(Path(request.run_dir))
+        extra = {**resume_settings(save_dir(request.run_dir)), "resume_first": True}
+        return LaunchSpec(command=[str(a) for a in config["command"]], extra=extra)
+
+    def remedies(self) -> frozenset[str]:
+        """Retry (with --resume), halve the batch (in opt.yaml too), allocator and NCCL settings; no lr scale."""
+        return frozenset({REMEDY_RETRY, REMEDY_HALVE_BATCH, REMEDY_ALLOC_CONF, REMEDY_NCCL_ENV})
+
+    def outputs(self, run_dir: Path) -> RunOutputs:
+        """The official save_dir's results.csv, weights/ and opt.yaml (the run folder for runs yolotui started)."""
+        folder = save_dir(run_dir)
+        return RunOutputs(results_csv=folder / layout.RESULTS_CSV, weights_dir=layout.weights_dir(folder),
+                          opt_yaml=folder / layout.OPT_YAML)

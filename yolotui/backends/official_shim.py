@@ -49,7 +49,7 @@ def say(message):
 
 # ------------------------------------------------------------------------------------------------ events
 
-class Events(object):
+class Events:
     """Appends yolotui events to RUN/events.jsonl, one whole line per write."""
 
     def __init__(self, path, attempt):
@@ -279,7 +279,7 @@ def _opt_dict(opt):
         return {}
 
 
-class Reporter(object):
+class Reporter:
     """The shim's actions on the official Callbacks hooks."""
 
     def __init__(self, run_dir, attempt):

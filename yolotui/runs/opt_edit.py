@@ -12,6 +12,7 @@ from typing import Any
 from yolotui.runs.atomic import atomic_write_text
 
 ORIG_SUFFIX = ".orig"
+MAX_BYTES = 1 << 20
 
 
 def edit_opt_yaml(path: Path, changes: dict[str, Any]) -> dict[str, list[Any]]:
@@ -19,12 +20,19 @@ def edit_opt_yaml(path: Path, changes: dict[str, Any]) -> dict[str, list[Any]]:
     returns {key: [was, now]} for the keys that changed ({} when the file is missing)."""
     import yaml
 
-    from yolotui.config import load_yaml
+    from yolotui.errors import UserError
 
     path = Path(path)
     if not path.exists():
         return {}
-    opt = load_yaml(path, path.name)
+    if path.stat().st_size > MAX_BYTES:
+        raise UserError(f"{path}: larger than {MAX_BYTES // 1024} KiB, not an opt.yaml; fix or recreate the run")
+    try:
+        opt = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}: not valid YAML ({exc}); fix it before resuming") from exc
+    if not isinstance(opt, dict):
+        raise UserError(f"{path}: expected a mapping of options; fix it before resuming")
     original = path.with_name(path.name + ORIG_SUFFIX)
     if not original.exists():
         atomic_write_text(original, path.read_text(encoding="utf-8"))

@@ -23,22 +23,23 @@ from __future__ import annotations
 
 import re
 import signal
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from yolotui.runs.decision import (  # noqa: F401 (policy.Decision, policy.OOM ... are this module's API too)
+    COMM,
+    CRASH,
+    DATA,
+    DEFAULT_BACKOFF_MAX_S,
+    DEFAULT_BACKOFF_S,
+    KILLED,
+    NAN,
+    OOM,
+    Decision,
+    backoff_delay,
+    restart_settings,
+)
 from yolotui.runs.layout import FAILED, FINISHED, STOPPED
-
-# Failure classes (DESIGN.md, "Supervision and recovery").
-OOM = "oom"
-COMM = "comm"
-NAN = "nan"
-DATA = "data"
-KILLED = "killed"
-CRASH = "crash"
-
-DEFAULT_BACKOFF_S = 2.0
-DEFAULT_BACKOFF_MAX_S = 60.0
+from yolotui.runs.remedies import plan_remedy
 
 # The official trainer's (and YOLOv5's) last line of a completed training; what follows it (strip_optimizer,
 # the final validation, plots) can fail without making the training unfinished.
@@ -48,38 +49,6 @@ COMPLETED_LINE = re.compile(r"^\s*(\d+) epochs completed in [\d.]+ hours\.?\s*$"
 _SIGNAL_EXIT_CODES = {128 + s: s for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL)}
 # Signals that end a process from outside; SIGSEGV, SIGABRT (e.g. NCCL's watchdog), SIGBUS ... are crashes.
 _OUTSIDE_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGQUIT})
-
-
-@dataclass
-class Decision:
-    """What to do after an attempt ended.
-
-    `state` is the state to record when not retrying (finished, stopped or failed); `changes` are the
-    command/env changes this remedy adds for the next attempt; `remedy` says in words what will be done.
-    """
-
-    retry: bool
-    delay_s: float = 0.0
-    changes: dict[str, Any] = field(default_factory=dict)
-    remedy: str = ""
-    failure_class: str | None = None
-    state: str = FAILED
-    message: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)  # what the remedy changed: {name: [was, now]}
-
-
-def restart_settings(run_config: dict[str, Any]) -> tuple[int, float, float]:
-    """(max_attempts, backoff_s, backoff_max_s) from run.yaml's `restart` mapping, with defaults."""
-    restart = run_config.get("restart") or {}
-    max_attempts = max(1, int(restart.get("max_attempts", 1)))
-    backoff = max(0.0, float(restart.get("backoff_s", DEFAULT_BACKOFF_S)))
-    backoff_max = max(backoff, float(restart.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S)))
-    return max_attempts, backoff, backoff_max
-
-
-def backoff_delay(attempt: int, base_s: float, max_s: float) -> float:
-    """Seconds to wait before attempt `attempt + 1`: doubling from `base_s`, capped at `max_s`."""
-    return min(max_s, base_s * (2 ** max(0, attempt - 1)))
 
 
 def signal_name(number: int | None) -> str:
@@ -161,8 +130,6 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     if log_class and not event_message:
         event_message = f"{log_class} error in the log: " + _matching_line(record.get("log_tail") or "", log_class)
     message = f"{how}: {event_message}" if event_message else how
-    from yolotui.runs.remedies import plan_remedy  # remedies imports this module
-
     return plan_remedy(failure_class, message, record, run_config, events_since_attempt,
                        run_dir=record.get("run_dir"), changes_so_far=record.get("changes_so_far"))
 
@@ -226,33 +193,26 @@ def set_flag(argv: list[str], flag: str, value: Any) -> list[str]:
 
 
 def resume_usable(run_config: dict[str, Any]) -> bool:
-    """Whether run.yaml's `resume_if_usable` checkpoint (if it names one) is resumable by yolotui's scan.
+    """Whether the retry may add `resume_args`: run.yaml's `resume_check` ("module:function", a backend's
+    check of its `resume_if_usable` checkpoint) says so; True when the run names no check.
 
-    The official backend resumes with `--resume RUN/weights/last.pt` only then; with a missing or damaged
-    last.pt its original command starts the run over (yolotui/backends/official.py).
+    The official backend resumes with `--resume RUN/weights/last.pt` only when that checkpoint is resumable;
+    with a missing or damaged last.pt its original command starts the run over (yolotui/backends/official.py).
+    The check is named in run.yaml, not imported here: the job layer (runs) knows nothing of backends or health.
     """
-    path = run_config.get("resume_if_usable")
-    if not path:
+    target = run_config.get("resume_check")
+    if not target:
         return True
-    from yolotui.health.verdict import RESUMABLE, diagnose_checkpoint
+    import importlib
 
-    path = Path(str(path))
-    total = _planned_epochs(path.parent.parent / "opt.yaml")  # the official --resume reads its plan there
-    try:
-        return diagnose_checkpoint(path, total_epochs=total, find_fallback=False).verdict == RESUMABLE
-    except (OSError, ValueError):
+    module_name, _, function = str(target).partition(":")
+    if not module_name.startswith("yolotui.backends."):  # run.yaml names a backend's check, nothing else
         return False
-
-
-def _planned_epochs(opt_yaml: Path) -> int | None:
-    """opt.yaml's `epochs`, or None when it cannot be read."""
-    from yolotui.config import load_yaml
-    from yolotui.errors import UserError
-
     try:
-        return int(load_yaml(opt_yaml, "opt.yaml").get("epochs"))
-    except (UserError, TypeError, ValueError, AttributeError):
-        return None
+        check = getattr(importlib.import_module(module_name), function)
+        return bool(check(run_config))
+    except Exception:  # a broken check must not stop the retry: resume only what is known to be usable
+        return False
 
 
 def command_for_attempt(run_config: dict[str, Any], attempt: int, changes: dict[str, Any]) -> list[str]:
