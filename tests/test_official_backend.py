@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.runs_helpers import reap_runs, wait_for  # noqa: F401  (reap_runs: autouse fixture)
+from yolotui.health.report import diagnose_run
 from yolotui.runs.results import read_rows
 from yolotui.runs.status import effective_state, read_status
 
@@ -141,6 +142,10 @@ def test_failure_after_completion_is_finished_and_the_unstripped_run_extends(tmp
     assert wait_for(lambda: ended(run_dir), timeout=60) == "finished", read_status(run_dir)
     assert len(read_status(run_dir).attempts) == 1  # finished: never retried
     assert any(e["type"] == "warning" and e["kind"] == "post_training" for e in events(run_dir))
+    diagnosis = diagnose_run(run_dir, environment=False, logind=False)
+    assert diagnosis.recommended == "extend-or-finetune" and diagnosis.drift == []
+    assert f"yolotui resume {run_dir.name} --epochs N" in diagnosis.advice
+    assert not any("older than best.pt" in note or "behind best.pt" in note for note in diagnosis.notes)
     proc = yolotui(["resume", str(run_dir)], env, tmp_path, check=False)
     assert proc.returncode != 0 and "extend it with --epochs" in proc.stderr
     env.pop("STANDIN_FAIL_AFTER")
@@ -149,6 +154,21 @@ def test_failure_after_completion_is_finished_and_the_unstripped_run_extends(tmp
     assert wait_for(lambda: ended(run_dir), timeout=60) == "finished", read_status(run_dir)
     assert [int(r["epoch"]) for r in read_rows(run_dir / "results.csv")] == [0, 1, 2, 3, 4]
     assert yaml.safe_load((run_dir / "opt.yaml.orig").read_text())["epochs"] == 3
+    assert diagnose_run(run_dir, environment=False, logind=False).drift == []  # resume rewrote cfg/weights
     # now stripped (epoch -1): the official trainer cannot extend it; a fine-tune is offered
     proc = yolotui(["resume", str(run_dir), "--epochs", "8"], env, tmp_path, check=False)
     assert proc.returncode != 0 and "stripped" in proc.stderr and "finetune" in proc.stderr
+    diagnosis = diagnose_run(run_dir, environment=False, logind=False)
+    assert diagnosis.recommended == "finetune" and "finetune --backend official" in diagnosis.advice
+    # fine-tune with the official trainer: --weights best.pt --freeze N, lr0 / 10, new data
+    data = tmp_path / "new.yaml"
+    data.write_text("train: a\nval: b\nnc: 1\nnames: [x]\n")
+    proc = yolotui(["finetune", "--backend", "official", "--from", str(run_dir), "--data", str(data), "--epochs",
+                    "2", "--freeze", "10", "--python", sys.executable], env, tmp_path)
+    ft_dir = run_dir.parent / "run-ft"
+    assert wait_for(lambda: ended(ft_dir), timeout=60) == "finished", read_status(ft_dir)
+    command = read_status(ft_dir).attempts[0]["command"]
+    assert command[command.index("--weights") + 1] == str(run_dir / "weights" / "best.pt")
+    assert command[command.index("--freeze") + 1] == "10" and command[command.index("--data") + 1] == str(data)
+    assert yaml.safe_load((ft_dir / "hyp.yaml").read_text())["lr0"] == pytest.approx(0.001)
+    assert [int(r["epoch"]) for r in read_rows(ft_dir / "results.csv")] == [0, 1]

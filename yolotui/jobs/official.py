@@ -165,3 +165,81 @@ def resume_official(run_dir: Path, epochs: int | None = None, batch_size: int | 
            env={str(k): str(v) for k, v in (config.get("env") or {}).items()}, extra=extra, backoff_s=backoff_s,
            cwd=Path(config["cwd"]) if config.get("cwd") else None, restart=restart)
     return started(run_dir, verb, [], notes)
+
+
+@dataclass
+class OfficialFinetuneRequest:
+    """Fine-tune with the official trainer: a new official run from `source` (an official run or a .pt) with
+    `--weights SOURCE/weights/best.pt --freeze N`, lr0 * lr_scale, new data. repo/python default to the source
+    run's; `cfg` to the source run's opt.yaml cfg."""
+
+    source: str
+    data: str
+    epochs: int = 30
+    freeze: list[str] | None = None
+    lr_scale: float = 0.1
+    name: str | None = None
+    project: str | None = None
+    repo: str | None = None
+    python: str | None = None
+    extra_args: list[str] | None = None
+
+
+def finetune_official(request: OfficialFinetuneRequest) -> StartedRun:
+    """Start the official fine-tune run; its hyp file (the source's with lr0 scaled) is written into it."""
+    import yaml
+
+    from yolotui.backends.official import find_repo, python_for
+    from yolotui.jobs.finetune import resolve_source
+    from yolotui.runs.atomic import atomic_write_text
+    from yolotui.runs.runconfig import read_run_config
+
+    source = resolve_source(request.source)
+    if request.lr_scale <= 0 or request.epochs < 1:
+        raise UserError("--lr-scale must be above 0 and --epochs at least 1")
+    config: dict[str, Any] = {}
+    if source.run_dir is not None and (source.run_dir / "run.yaml").exists():
+        config = read_run_config(source.run_dir)
+    recorded = config.get("official") if isinstance(config.get("official"), dict) else {}
+    repo = find_repo(request.repo or recorded.get("repo"))
+    python = python_for(request.python or recorded.get("python"))
+    src_opt = read_opt(source.run_dir) if source.run_dir is not None else {}
+    hyp: dict[str, Any] = {}
+    if source.run_dir is not None and (source.run_dir / layout.HYP_YAML).exists():
+        from yolotui.config import load_yaml
+
+        hyp = load_yaml(source.run_dir / layout.HYP_YAML, "hyp.yaml")
+    elif isinstance(src_opt.get("hyp"), dict):
+        hyp = dict(src_opt["hyp"])
+    if not hyp:
+        raise UserError(f"{request.source}: no hyp.yaml beside the weights; fine-tune an official run folder, or "
+                        "run the official train_dual.py --weights yourself under `yolotui exec`")
+    hyp["lr0"] = float(hyp.get("lr0", 0.01)) * request.lr_scale
+    cfg = src_opt.get("cfg") or ""
+    if not cfg:  # a resumed run's opt.yaml has cfg '': the first version is kept as opt.yaml.orig
+        orig = (source.run_dir / OPT_ORIG) if source.run_dir is not None else None
+        if orig is not None and orig.exists():
+            cfg = (yaml.safe_load(orig.read_text(encoding="utf-8")) or {}).get("cfg") or ""
+    name = request.name or (f"{source.run_dir.name}-ft" if source.run_dir is not None else "finetune")
+    project = Path(request.project) if request.project else (
+        source.run_dir.parent if source.run_dir is not None else Path("runs/train"))
+    args = ["--weights", str(source.checkpoint), "--data", request.data, "--epochs", str(request.epochs)]
+    if cfg:
+        args += ["--cfg", str(cfg)]
+    if request.freeze:
+        args += ["--freeze", *[str(f) for f in request.freeze]]
+    for key, flag in (("imgsz", "--img"), ("batch_size", "--batch-size"), ("device", "--device"),
+                      ("workers", "--workers")):
+        if src_opt.get(key) not in (None, ""):
+            args += [flag, str(src_opt[key])]
+    args += list(request.extra_args or [])
+    hyp_file = Path(project).expanduser() / f".{name}.hyp.finetune.yaml"
+    Path(project).expanduser().mkdir(parents=True, exist_ok=True)
+    atomic_write_text(hyp_file, yaml.safe_dump(hyp, sort_keys=False))
+    args += ["--hyp", str(hyp_file.resolve())]
+    result = start_official(OfficialRunRequest(OfficialCommand(python=python, repo=repo, args=args),
+                                               project=project, name=name))
+    result.notes.append(f"fine-tuning with the official trainer from {source.checkpoint}: lr0 "
+                        f"{hyp['lr0']:g} ({request.lr_scale:g} x the source's), data {request.data}"
+                        + (f", --freeze {' '.join(map(str, request.freeze))}" if request.freeze else ""))
+    return result
