@@ -120,3 +120,38 @@ def test_shim_drops_rows_and_events_of_the_restarted_epoch_on(tmp_path, start):
     kept = [json.loads(line) for line in events.read_text().splitlines()]
     assert {"type": "done"} not in kept and kept[0] == {"type": "start"}
     assert all(e.get("epoch", 0) < start or e["type"] == "checkpoint" and e["epoch"] <= start for e in kept[1:])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_dashboard_shows_epochs_and_charts_of_an_official_run(tmp_path, cli_env, anyio_backend):
+    """A stand-in official run through the CLI and supervisor, then the dashboard (Pilot) on it."""
+    import subprocess
+
+    from tui_fakes import FakeSampler, rendered, wait_until
+
+    from tests.runs_helpers import wait_for
+    from yolotui.runs.status import effective_state
+    from yolotui.tui.app import YolotuiApp
+    from yolotui.tui.screens.dashboard import DashboardScreen
+    from yolotui.tui.widgets.chart import BrailleChart
+
+    run_dir = tmp_path / "runs" / "off"
+    subprocess.run([sys.executable, "-m", "yolotui", "train", "--backend", "official", "--repo", str(STANDIN),
+                    "--python", sys.executable, "--epochs", "3", "--project", str(run_dir.parent), "--name", "off"],
+                   env=cli_env, cwd=tmp_path, check=True, capture_output=True, timeout=120)
+    wait_for(lambda: effective_state(run_dir) in ("finished", "failed"), timeout=60)
+    assert effective_state(run_dir) == "finished"
+    app = YolotuiApp(run_dir=run_dir, sampler=FakeSampler(), gpu_interval=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.settled)
+        await pilot.pause()
+        screen = app.screen
+        assert " 3/3 " in rendered(screen.query_one("#progress"))
+        loss = screen.query_one("#loss-chart", BrailleChart)
+        assert [s.label for s in loss.series] == ["box", "cls", "dfl"] and len(loss.series[0].values) == 3
+        metric_text = rendered(screen.query_one("#metric-chart"))
+        assert any(chr(0x2801) <= ch <= chr(0x28FF) for ch in metric_text), "braille dots drawn"
+        log_lines = [str(line) for line in screen.query_one("#log").lines]
+        assert any("3 epochs completed" in line for line in log_lines)
+        assert not any("1/4 #" in line for line in log_lines)  # progress redraws: only each line's final state
