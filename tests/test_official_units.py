@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from yolotui.backends import get_backend, official
+from yolotui.backends.base import CommandRequest
 from yolotui.backends import official_shim as shim
 from yolotui.health.official_env import official_env_issues, probe_interpreter
 from yolotui.runs import policy
@@ -155,3 +156,18 @@ async def test_dashboard_shows_epochs_and_charts_of_an_official_run(tmp_path, cl
         log_lines = [str(line) for line in screen.query_one("#log").lines]
         assert any("3 epochs completed" in line for line in log_lines)
         assert not any("1/4 #" in line for line in log_lines)  # progress redraws: only each line's final state
+
+
+def test_interrupted_official_run_resumes_only_from_a_usable_last_pt(tmp_path):
+    """`resume --interrupted` relaunches with resume_first: --resume only when the named check passes."""
+    spec = get_backend("official").new_run_command(CommandRequest(
+        run_dir=tmp_path / "run", opt={"python": "python", "repo": str(STANDIN), "script": "train_dual.py"},
+        argv=("--epochs", "3")))
+    config = {"command": spec.command, **spec.extra, "resume_first": True}
+    assert config["resume_check"] == "yolotui.backends.official:resume_usable"
+    assert "--resume" not in policy.command_for_attempt(config, 1, {})  # no last.pt: the original command
+    (tmp_path / "run" / "weights").mkdir(parents=True)
+    (tmp_path / "run" / "weights" / "last.pt").write_bytes(b"torn")
+    assert "--resume" not in policy.command_for_attempt(config, 2, {})  # damaged: the original command
+    assert policy.command_for_attempt({**config, "resume_check": "os:system"}, 2, {})[-2:] != ["--resume"]
+    assert policy.command_for_attempt({**config, "resume_check": None}, 2, {})[-2] == "--resume"

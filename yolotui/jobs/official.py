@@ -21,6 +21,7 @@ from yolotui.backends.official import (
     output_folder,
     read_opt,
     save_dir,
+    split_flags,
 )
 from yolotui.errors import UserError
 from yolotui.jobs.results import StartedRun, started
@@ -88,9 +89,10 @@ def start_official(request: OfficialRunRequest) -> StartedRun:
     spec = backend.new_run_command(CommandRequest(
         run_dir=run_dir, opt={"python": cmd.python, "repo": str(cmd.repo), "script": cmd.script}, argv=tuple(args)))
     kwargs: dict[str, Any] = {} if request.backoff_s is None else {"backoff_s": request.backoff_s}
+    device, _ = split_flags(list(args), {"--device": 1})
     try:
         launch(run_dir, spec.command, name=run_dir.name, backend=NAME, max_attempts=request.max_attempts,
-               extra=spec.extra, cwd=cwd, **kwargs)
+               extra=spec.extra, cwd=cwd, device=device.get("--device") or None, **kwargs)
     except UserError:
         if not exist_ok:
             import shutil
