@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from yolotui.backends import get_backend, official
-from yolotui.backends.base import CommandRequest
 from yolotui.backends import official_shim as shim
+from yolotui.backends.base import CommandRequest
 from yolotui.health.official_env import official_env_issues, probe_interpreter
 from yolotui.runs import policy
 from yolotui.runs.logtext import LogCleaner, clean_text
