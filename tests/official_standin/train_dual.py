@@ -57,6 +57,8 @@ def train(hyp, opt, device, callbacks):
     yaml_save(save_dir / "hyp.yaml", hyp)
     yaml_save(save_dir / "opt.yaml", vars(opt))
     callbacks.register_action("on_fit_epoch_end", callback=CsvLogger(save_dir).on_fit_epoch_end)
+    if opt.resume:
+        hyp = opt.hyp  # as the official code does on resume: label_smoothing then lands in the checkpoint's opt
     if opt.data and not Path(opt.data).exists():
         raise FileNotFoundError(f"Dataset not found: {opt.data}")
     limit = int(os.environ.get("STANDIN_OOM_ABOVE", "0") or 0)

@@ -163,7 +163,7 @@ def check_drift(run_dir: Path, checkpoint_opt: dict[str, Any] | None = None,
                           IGNORED_OPT_KEYS | ignored, new_keys=False)
     # Keys the baseline lacks were defaults when the run started; writing them out later is not a change.
     items += _compare_file(HYP_YAML, run_dir / HYP_YAML, hyp_base if isinstance(hyp_base, dict) else None,
-                           new_keys=False)
+                           ignored, new_keys=False)
     items += _data_drift(run_dir, run_yaml, start)
     return items
 
