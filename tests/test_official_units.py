@@ -171,3 +171,21 @@ def test_interrupted_official_run_resumes_only_from_a_usable_last_pt(tmp_path):
     assert "--resume" not in policy.command_for_attempt(config, 2, {})  # damaged: the original command
     assert policy.command_for_attempt({**config, "resume_check": "os:system"}, 2, {})[-2:] != ["--resume"]
     assert policy.command_for_attempt({**config, "resume_check": None}, 2, {})[-2] == "--resume"
+
+
+def test_doctor_follows_an_older_exec_run_to_the_official_folder(tmp_path):
+    """A `yolotui exec -- python train_dual.py` run from before the official backend: its folder is logged."""
+    import yaml
+
+    from yolotui.health.official_run import official_run
+
+    run_dir = tmp_path / "runs" / "exec" / "exp"
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.yaml").write_text(yaml.safe_dump({"backend": "exec", "cwd": str(tmp_path / "yolov9"),
+                                                      "command": ["python", "train_dual.py", "--epochs", "3"]}))
+    (run_dir / "train.log").write_text("x\nLogging results to \x1b[1mruns/train/exp3\x1b[0m\nStarting training\n")
+    facts = official_run(run_dir, probe=False)
+    assert facts is not None and facts.folder == tmp_path / "yolov9" / "runs" / "train" / "exp3"
+    assert facts.python == "python"
+    (run_dir / "run.yaml").write_text(yaml.safe_dump({"backend": "exec", "command": ["sleep", "1"]}))
+    assert official_run(run_dir, probe=False) is None
