@@ -172,25 +172,12 @@ def resume_settings(run_dir: Path) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------ run folders
 
-def is_official_run(run_dir: Path) -> bool:
-    """True when run.yaml says backend official."""
-    config = _run_config(run_dir)
-    return bool(config) and config.get("backend") == NAME
-
-
-def _run_config(run_dir: Path) -> dict[str, Any]:
-    from yolotui.runs.runconfig import read_run_config
-
-    try:
-        return read_run_config(Path(run_dir))
-    except UserError:
-        return {}
-
-
 def save_dir(run_dir: Path) -> Path:
     """Where the official trainer of this run writes: run.yaml's official.save_dir, else the run folder."""
-    config = _run_config(run_dir)
-    recorded = (config.get("official") or {}).get("save_dir") if isinstance(config.get("official"), dict) else None
+    from yolotui.runs.runconfig import run_yaml_field
+
+    official = run_yaml_field(Path(run_dir), "official")
+    recorded = official.get("save_dir") if isinstance(official, dict) else None
     return Path(recorded) if recorded else Path(run_dir)
 
 

@@ -41,13 +41,10 @@ class OfficialRun:
 
 
 def _load_run_yaml(run_dir: Path) -> dict[str, Any]:
-    import yaml
+    """The run.yaml fields this module reads, through the one lenient run.yaml reader."""
+    from yolotui.runs.runconfig import run_yaml_field
 
-    try:
-        data = yaml.safe_load((Path(run_dir) / "run.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError, UnicodeDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return {key: run_yaml_field(run_dir, key) for key in ("backend", "command", "official", "cwd")}
 
 
 def _uses_official_script(command: list[Any]) -> bool:
