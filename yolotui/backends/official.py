@@ -8,9 +8,10 @@ train_triple.py), run under yolotui's supervisor through the stdlib shim (yolotu
   there (`--project PARENT --name NAME --exist-ok`), so the official save_dir IS the run folder: results.csv,
   opt.yaml, hyp.yaml and weights/ land where every yolotui reader looks.
 - run.yaml records `backend: official` and `official: {repo, script, python, save_dir, args}`, plus
-  `resume_args: [--resume, RUN/weights/last.pt]` and `resume_if_usable: RUN/weights/last.pt`: every retry,
-  `yolotui resume RUN`, `resume --interrupted` and the resume wizard add `--resume last.pt` when that file is
-  a resumable checkpoint (yolotui's scan), and rerun the original command otherwise (yolotui/runs/policy.py).
+  `resume_args: [--resume, RUN/weights/last.pt]`, `resume_if_usable: RUN/weights/last.pt` and `resume_check`
+  (this module's `resume_usable`, named in run.yaml so the supervisor's package imports neither backends nor
+  health): every retry, `yolotui resume RUN`, `resume --interrupted` and the resume wizard add `--resume
+  last.pt` when that file is a resumable checkpoint (yolotui's scan), and rerun the original command otherwise.
 - Resume semantics are the official ones: the official `--resume` reads RUN/opt.yaml, so changes for a resumed
   attempt (the OOM remedy's batch, `resume --epochs N` extending a finished run) are written there, with the
   first version kept as opt.yaml.orig (`edit_opt_yaml`).
@@ -44,8 +45,8 @@ from yolotui.runs import layout
 NAME = "official"
 SCRIPTS = ("train_dual.py", "train.py", "train_triple.py")
 # yolotui's own flags of `yolotui train --backend official` (value count); the rest go to the official script.
-YOLOTUI_FLAGS = {"--backend": 1, "--repo": 1, "--python": 1, "--attach": 0, "--max-restarts": 1,
-                 "--max-attempts": 1, "--restart-backoff": 1}
+YOLOTUI_FLAGS = {"--backend": 1, "--repo": 1, "--script": 1, "--python": 1, "--attach": 0, "--json": 0,
+                 "--max-restarts": 1, "--max-attempts": 1, "--restart-backoff": 1}
 OUTPUT_FLAGS = {"--project": 1, "--name": 1, "--exist-ok": 0}
 OFFICIAL_DEFAULT_PROJECT = "runs/train"
 OFFICIAL_DEFAULT_NAME = "exp"

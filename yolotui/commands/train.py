@@ -156,7 +156,7 @@ def run_official(args: argparse.Namespace) -> int:
     if args.restart_backoff is not None and args.restart_backoff < 0:
         raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
     _, script_args = official.split_flags(list(getattr(args, "raw_argv", []) or []),
-                                          {**official.YOLOTUI_FLAGS, "--script": 1, "--json": 0})
+                                          official.YOLOTUI_FLAGS)
     cmd = official.OfficialCommand(python=official.python_for(args.python), repo=official.find_repo(args.repo),
                                    script=args.script, args=script_args)
     result = start_official(OfficialRunRequest(cmd, max_attempts=restart_limit(args.max_restarts, args.max_attempts),
