@@ -189,3 +189,10 @@ def test_doctor_follows_an_older_exec_run_to_the_official_folder(tmp_path):
     assert facts.python == "python"
     (run_dir / "run.yaml").write_text(yaml.safe_dump({"backend": "exec", "command": ["sleep", "1"]}))
     assert official_run(run_dir, probe=False) is None
+
+
+def test_shim_classifies_configuration_errors_as_data():
+    text = "Traceback (most recent call last):\n  File x\nAssertionError: File not found: yolo.yaml\n"
+    assert shim.classify(AssertionError("File not found: yolo.yaml"), text) == "data"
+    assert shim.classify(RuntimeError("CUDA out of memory. Tried"), "RuntimeError: CUDA out of memory.") == "oom"
+    assert shim.classify(RuntimeError("boom"), "RuntimeError: boom") == "crash"

@@ -469,9 +469,10 @@ def classify(exc, text):
         return "oom"
     if name in ("ConnectionResetError", "DistBackendError", "DistNetworkError") or "NCCL" in text:
         return "comm"
-    if name in ("FileNotFoundError",) or "Dataset not found" in text or "No labels found" in text \
-            or "does not exist" in text:
-        return "data"
+    last = text.strip().splitlines()[-1] if text.strip() else ""
+    if name in ("FileNotFoundError",) or any(marker in last for marker in (
+            "File not found", "Dataset not found", "No labels found", "does not exist", "No such file")):
+        return "data"  # a configuration error: retrying cannot help
     if "nan" in text.lower() and "loss" in text.lower():
         return "nan"
     return "crash"

@@ -218,16 +218,14 @@ def finetune_official(request: OfficialFinetuneRequest) -> StartedRun:
                         "run the official train_dual.py --weights yourself under `yolotui exec`")
     hyp["lr0"] = float(hyp.get("lr0", 0.01)) * request.lr_scale
     cfg = src_opt.get("cfg") or ""
-    if not cfg:  # a resumed run's opt.yaml has cfg '': the first version is kept as opt.yaml.orig
-        orig = (source.run_dir / OPT_ORIG) if source.run_dir is not None else None
-        if orig is not None and orig.exists():
-            cfg = (yaml.safe_load(orig.read_text(encoding="utf-8")) or {}).get("cfg") or ""
+    if not cfg:  # a resumed run's opt.yaml has cfg '' (the official --resume rewrites it): the launch flags have it
+        taken, _ = split_flags([str(a) for a in recorded.get("args") or []], {"--cfg": 1})
+        cfg = str(taken.get("--cfg") or "")
     name = request.name or (f"{source.run_dir.name}-ft" if source.run_dir is not None else "finetune")
     project = Path(request.project) if request.project else (
         source.run_dir.parent if source.run_dir is not None else Path("runs/train"))
     args = ["--weights", str(source.checkpoint), "--data", request.data, "--epochs", str(request.epochs)]
-    if cfg:
-        args += ["--cfg", str(cfg)]
+    args += ["--cfg", str(cfg)]  # '' builds the model from the checkpoint's own yaml (the default, yolo.yaml, is no file)
     if request.freeze:
         args += ["--freeze", *[str(f) for f in request.freeze]]
     for key, flag in (("imgsz", "--img"), ("batch_size", "--batch-size"), ("device", "--device"),

@@ -208,6 +208,9 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
     else:
         failure_class = decision.CRASH if failure_class not in (decision.CRASH, "io") else failure_class
         what = "resume" + (" with " + " ".join(run_config["resume_args"]) if run_config.get("resume_args") else "")
+        if run_config.get("resume_if_usable") and run_config.get("resume_args"):  # official: only from a usable one
+            what = (f"rerun with {' '.join(run_config['resume_args'])} if that checkpoint is resumable then, else "
+                    "the original command")
 
     if attempt >= max_attempts:
         return decision.Decision(retry=False, state=FAILED, failure_class=failure_class, message=message,
