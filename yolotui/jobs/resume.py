@@ -95,6 +95,13 @@ def resume(request: ResumeRequest) -> StartedRun:
 
     epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
     run_dir = run_dir_for(request.target)
+    if read_backend(run_dir) == "official":  # the official trainer's own --resume semantics (jobs.official)
+        if request.from_ckpt or any(request.layout.values() if request.layout else ()):
+            raise UserError("an official run resumes from its weights/last.pt with the official --resume; "
+                            "--from and the process-layout flags do not apply to it")
+        from yolotui.jobs.official import resume_official
+
+        return resume_official(run_dir, epochs, batch_size, device, workers)
     # The run's lock first, before anything is read for the decision or written (issue 14, item 2): of two
     # simultaneous resumes exactly one gets here; the other exits 1 naming the winner.
     if _never_started_queued(run_dir):
