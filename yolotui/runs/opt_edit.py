@@ -20,6 +20,7 @@ def edit_opt_yaml(path: Path, changes: dict[str, Any]) -> dict[str, list[Any]]:
     returns {key: [was, now]} for the keys that changed ({} when the file is missing)."""
     import yaml
 
+    from yolotui import safe_yaml
     from yolotui.errors import UserError
 
     path = Path(path)
@@ -28,8 +29,8 @@ def edit_opt_yaml(path: Path, changes: dict[str, Any]) -> dict[str, list[Any]]:
     if path.stat().st_size > MAX_BYTES:
         raise UserError(f"{path}: larger than {MAX_BYTES // 1024} KiB, not an opt.yaml; fix or recreate the run")
     try:
-        opt = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
+        opt = safe_yaml.load_file(path)  # bounded aliases too (issue 14, item 9)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not valid YAML ({exc}); fix it before resuming") from exc
     if not isinstance(opt, dict):
         raise UserError(f"{path}: expected a mapping of options; fix it before resuming")
