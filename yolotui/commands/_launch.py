@@ -37,11 +37,11 @@ def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None, nproc
 
 def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any] | None = None,
                    max_attempts: int = DEFAULT_MAX_ATTEMPTS, dist_flags: dict[str, Any] | None = None,
-                   backoff_s: float | None = None) -> None:
+                   backoff_s: float | None = None, slurm: Any | None = None) -> None:
     """Launch the trainer for `run_dir` under a detached supervisor (UserError before detaching on bad input).
 
     `dist_flags` holds the process-layout flags (--nproc-per-node, --nnodes, --node-rank, --rdzv-endpoint ...);
-    see yolotui.commands._distributed.
+    see yolotui.commands._distributed. `slurm` (SlurmOptions) submits it as a SLURM job instead.
     """
     from yolotui.commands._distributed import plan_launch, run_yaml_entry, sync_bn_warning
     from yolotui.runs.launcher import launch
@@ -57,12 +57,19 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
            device=str(opt.get("device") or ""), max_attempts=max_attempts, env=plan.env(),
            **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
            extra={"options": opt_yaml_dict(opt), "save_signal": True,
-                  "distributed": run_yaml_entry(plan, dist_flags)})
+                  "distributed": run_yaml_entry(plan, dist_flags)}, slurm=slurm)
 
 
 def after_launch(run_dir: Path, attach: bool, verb: str = "started") -> int:
     """Print where the run lives; follow it in plain text when `attach`."""
     print(f"{verb} run {Path(run_dir).name}: {run_dir}")
+    from yolotui.runs.status import read_status
+
+    status = read_status(Path(run_dir))
+    if status is not None and status.slurm and status.slurm.get("job_id"):
+        print(f"submitted as SLURM job {status.slurm['job_id']} (script {Path(run_dir) / 'slurm.sh'}); "
+              f"yolotui ls shows its state, yolotui stop {Path(run_dir).name} stops it")
+        return 0
     from yolotui.runs.logout import launch_lines_for
 
     for line in launch_lines_for(run_dir):  # how it survives logout (issue 7)

@@ -19,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="restart the command up to N times when it fails (default: 0)")
     parser.add_argument("--save-signal", action="store_true",
                         help="the command writes a checkpoint on SIGUSR1 (enables `yolotui save`)")
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
     parser.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
 
 
@@ -41,8 +44,20 @@ def run(args: argparse.Namespace) -> int:
     check_command(command)
     run_dir = create_run_dir(Path(args.project), args.name, exist_ok=args.exist_ok)
     extra = {"save_signal": True} if args.save_signal else None
-    launch(run_dir, command, name=run_dir.name, backend="exec", max_attempts=args.max_restarts + 1, extra=extra)
+    from yolotui.commands._slurm import slurm_options
+
+    slurm = slurm_options(args)
+    launch(run_dir, command, name=run_dir.name, backend="exec", max_attempts=args.max_restarts + 1, extra=extra,
+           slurm=slurm)
     print(run_dir)
+    if slurm is not None:
+        from yolotui.runs.status import read_status
+
+        status = read_status(run_dir)
+        job = (status.slurm or {}).get("job_id") if status is not None else None
+        print(f"submitted run {run_dir.name} as SLURM job {job}; follow: yolotui logs {run_dir.name} --follow; "
+              f"stop: yolotui stop {run_dir.name}", file=sys.stderr)
+        return 0
     from yolotui.runs.logout import launch_lines_for
 
     for line in launch_lines_for(run_dir):  # how it survives logout

@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._distributed import add_distributed_flags
 
     add_distributed_flags(parser)
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
 
 
 def source_checkpoint(value: str) -> tuple[Path, Path | None]:
@@ -98,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     print(f"fine-tuning from {ckpt} (lr0 {hyp['lr0']:.3g}, freeze {opt['freeze']}, {opt['epochs']} epochs)")
     from yolotui.commands._distributed import given_layout
+    from yolotui.commands._slurm import slurm_options
 
-    start_training(run_dir, opt, dist_flags=given_layout(args))
+    start_training(run_dir, opt, dist_flags=given_layout(args), slurm=slurm_options(args))
     return after_launch(run_dir, args.attach)

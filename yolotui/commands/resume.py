@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._distributed import add_distributed_flags
 
     add_distributed_flags(parser)  # the process layout may change (a new rendezvous host, more CPU processes)
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)  # resume as a SLURM job (a SLURM run resumes as one by default, same options)
 
 
 def run_dir_for(target: str | None) -> Path:
@@ -93,8 +96,12 @@ def newest_resumable() -> Path:
 
 def resume_run(target: str | None, epochs: int | None = None, batch_size: int | None = None,
                device: str | None = None, workers: int | None = None, attach: bool = False,
-               dist_flags: dict[str, Any] | None = None, from_ckpt: str | None = None) -> int:
-    """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
+               dist_flags: dict[str, Any] | None = None, from_ckpt: str | None = None,
+               slurm: Any | None = None) -> int:
+    """Check the run can resume (or extend), then relaunch its trainer with the changed options.
+
+    A run that ran as a SLURM job is resubmitted with its recorded SLURM options unless `slurm` is given.
+    """
     from yolotui.commands._launch import after_launch, start_training
     from yolotui.config import device_string, load_yaml, parse_device
     from yolotui.runs import layout, lock
@@ -143,7 +150,11 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
     saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
     if device is not None:
         saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
-    start_training(run_dir, opt, overrides, dist_flags={**saved, **(dist_flags or {})})
+    if slurm is None:
+        from yolotui.runs.slurm import recorded_options
+
+        slurm = recorded_options(run_dir)
+    start_training(run_dir, opt, overrides, dist_flags={**saved, **(dist_flags or {})}, slurm=slurm)
     verb = "extending" if epochs is not None and epochs > planned else "resumed"
     print(f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs")
     return after_launch(run_dir, attach, verb="resuming")
@@ -166,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{flags} cannot be changed on resume: a resumed run keeps its options; only --epochs, "
                         "--batch-size, --device and --workers may change (use `yolotui finetune` for a new run)")
     from yolotui.commands._distributed import given_layout
+    from yolotui.commands._slurm import slurm_options
 
     return resume_run(args.run, args.epochs, args.batch_size, args.device, args.workers, args.attach,
-                      dist_flags=given_layout(args), from_ckpt=getattr(args, "from_ckpt", None))
+                      dist_flags=given_layout(args), from_ckpt=getattr(args, "from_ckpt", None),
+                      slurm=slurm_options(args))

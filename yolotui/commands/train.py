@@ -69,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Official train_dual.py flags plus --resume, --attach, --max-restarts/--max-attempts, --restart-backoff."""
     add_training_flags(parser)
     add_distributed_flags(parser)
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
     parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN|PATH",
                         help="resume a run (none given: the newest interrupted one)")
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
@@ -124,9 +127,10 @@ def run(args: argparse.Namespace) -> int:
     """Validate, create the run folder, launch the trainer detached, print the folder."""
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch, start_training
+    from yolotui.commands._slurm import slurm_options
     from yolotui.errors import UserError
 
-    given, dist_flags = given_options(args), given_layout(args)
+    given, dist_flags, slurm = given_options(args), given_layout(args), slurm_options(args)
     if args.resume is not False:
         from yolotui.commands.resume import resume_run
 
@@ -137,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
                             "--epochs, --batch-size, --device and --workers may change")
         target = None if args.resume is True else str(args.resume)
         return resume_run(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, attach=args.attach,
-                          dist_flags=dist_flags)
+                          dist_flags=dist_flags, slurm=slurm)
     max_attempts = restart_limit(args.max_restarts, args.max_attempts)
     if args.restart_backoff is not None and args.restart_backoff < 0:
         raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
@@ -146,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     try:
         start_training(run_dir, opt, max_attempts=max_attempts, dist_flags=dist_flags,
-                       backoff_s=args.restart_backoff)
+                       backoff_s=args.restart_backoff, slurm=slurm)
     except UserError:
         if not opt["exist_ok"]:
             import shutil

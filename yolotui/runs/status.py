@@ -3,7 +3,8 @@
 Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started, updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
-remedies (what was applied before the current attempt) and stop (a stop request and the signals sent for it).
+remedies (what was applied before the current attempt) and stop (a stop request and the signals sent for it);
+slurm (job_id, restarts, nodes) for a run submitted to SLURM, whose liveness is its job's state, not the lock.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class RunStatus:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     remedies: list[dict[str, Any]] = field(default_factory=list)
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
+    slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/runs/slurm.py)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:
@@ -74,8 +76,15 @@ def write_status(run_dir: Path, status: RunStatus) -> None:
 
 
 def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
-    """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`."""
+    """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`.
+
+    A SLURM run's liveness is its job's state (yolotui/runs/slurm.py), not the lock.
+    """
     status = status if status is not None else read_status(run_dir)
+    if status is not None and status.slurm and status.slurm.get("job_id"):
+        from yolotui.runs import slurm
+
+        return slurm.derived_state(status.state, str(status.slurm["job_id"]))
     if status is None:
         return INTERRUPTED if not lock.is_held(run_dir) else QUEUED
     if status.state in LIVE_STATES and not lock.is_held(run_dir):

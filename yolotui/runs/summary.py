@@ -38,16 +38,17 @@ class RunSummary:
 
     Fields: name, path, state (derived: interrupted when the supervisor is gone), attempt, epoch (epochs
     finished), epochs (planned), best_map (best mAP50-95 so far), checkpoint_age (seconds since last.pt was
-    written), device, started, updated, failure_class, message.
+    written), device, started, updated, failure_class, message, slurm (a SLURM run: job_id, state, reason,
+    nodes, time_left; None for a local run).
     """
 
     __slots__ = ("name", "path", "state", "attempt", "epoch", "epochs", "best_map", "checkpoint_age", "device",
-                 "started", "updated", "failure_class", "message")
+                 "started", "updated", "failure_class", "message", "slurm")
 
     def __init__(self, name: str, path: str, state: str, attempt: int = 0, epoch: int | None = None,
                  epochs: int | None = None, best_map: float | None = None, checkpoint_age: float | None = None,
                  device: str | None = None, started: float | None = None, updated: float | None = None,
-                 failure_class: str | None = None, message: str | None = None) -> None:
+                 failure_class: str | None = None, message: str | None = None, slurm: dict | None = None) -> None:
         self.name = name
         self.path = path
         self.state = state
@@ -61,6 +62,7 @@ class RunSummary:
         self.updated = updated
         self.failure_class = failure_class
         self.message = message
+        self.slurm = slurm
 
     def to_dict(self) -> dict:
         """The JSON-ready form."""
@@ -165,13 +167,25 @@ def last_epochs(path: Path) -> tuple[int | None, bool]:
         return None, False
 
 
-def derived_state(run_dir: str | Path, recorded: str | None) -> str:
-    """The state to show: a live recorded state whose lock is free is interrupted (as status.effective_state)."""
+def derived_state(run_dir: str | Path, recorded: str | None, slurm_job: str | None = None) -> str:
+    """The state to show: a live recorded state whose lock is free is interrupted (as status.effective_state).
+
+    A SLURM run (`slurm_job`) takes its liveness from the job's state instead (yolotui/runs/slurm.py).
+    """
+    if slurm_job:
+        from yolotui.runs import slurm
+
+        return slurm.derived_state(recorded, slurm_job)
     if recorded is None:
         return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
     if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
         return INTERRUPTED
     return recorded
+
+
+def _slurm_job(status: dict | None) -> str | None:
+    slurm = (status or {}).get("slurm")
+    return str(slurm["job_id"]) if isinstance(slurm, dict) and slurm.get("job_id") else None
 
 
 def _checkpoint_mtime(folder: str) -> float | None:
@@ -189,8 +203,13 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
     if not isinstance(status, dict):
         status = None
     recorded = str(status.get("state")) if status is not None and status.get("state") else None
+    job = _slurm_job(status)
     summary = RunSummary(name=name or (status or {}).get("name") or os.path.basename(folder), path=folder,
-                         state=derived_state(folder, recorded))
+                         state=derived_state(folder, recorded, job))
+    if job:
+        from yolotui.runs import slurm
+
+        summary.slurm = slurm.describe(job)
     if status is not None:
         summary.attempt = status.get("attempt") or 0
         summary.device = status.get("device")

@@ -204,9 +204,13 @@ class Supervisor:
         self.trainer_pgid = self.trainer.pid
         self.trainer_wait_status = None
 
+    def tick(self) -> None:
+        """Called on every poll while the trainer runs; subclasses act on their own requests here."""
+
     def wait_for_trainer(self) -> None:
         """Poll until the trainer exits, acting on stop requests as they come."""
         while self.trainer_wait_status is None:
+            self.tick()
             if self.stop_wanted() is not None:
                 self.advance_stop()
             self.reap()
@@ -278,8 +282,8 @@ class Supervisor:
         self.save()
         log(f"run {state}: {message}")
 
-    def run(self) -> int:
-        """Run attempts until the policy says stop; returns the supervisor's exit code."""
+    def begin(self) -> int:
+        """Read run.yaml and reset status.json for a new life of the run; returns the attempt limit."""
         self.config = read_run_config(self.run_dir)
         max_attempts, _, _ = policy.restart_settings(self.config)
         previous = read_status(self.run_dir)
@@ -297,10 +301,15 @@ class Supervisor:
         self.status.attempts = []
         self.status.remedies = []
         self.status.stop = None
+        return max_attempts
+
+    def run(self) -> int:
+        """Run attempts until the policy says stop; returns the supervisor's exit code."""
+        max_attempts = self.begin()
         log(f"supervising {self.run_dir} (pid {self.pid}, up to {max_attempts} attempt(s))")
 
         changes: dict[str, Any] = {}
-        attempt = 0
+        attempt = self.status.attempt  # 0 for a new life; a requeued SLURM job goes on counting
         while True:
             attempt += 1
             if self.stop_wanted() is not None:
@@ -414,11 +423,12 @@ def acquire_lock(run_dir: Path) -> int | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: supervise the run folder given as the only argument."""
+def main(argv: list[str] | None = None, supervisor_class: type[Supervisor] = Supervisor,
+         module: str = "yolotui.runs.supervisor") -> int:
+    """Entry point: supervise the run folder given as the only argument (with `supervisor_class`)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m yolotui.runs.supervisor RUN_DIR", file=sys.stderr)
+        print(f"usage: python -m {module} RUN_DIR", file=sys.stderr)
         return 2
     run_dir = Path(args[0]).resolve()
     if not run_dir.is_dir():
@@ -428,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     if fd is None:
         log(f"another supervisor holds {run_dir / '.lock'}; exiting")
         return 3
-    supervisor = Supervisor(run_dir)
+    supervisor = supervisor_class(run_dir)
     supervisor.install_signal_handlers()
     try:
         return supervisor.run()
