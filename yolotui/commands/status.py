@@ -39,7 +39,11 @@ def run(args: argparse.Namespace) -> int:
     if status is not None:
         state += f"  (attempt {status.attempt}/{status.max_attempts})"
     lines.append(f"state      {state}")
-    if summary.state == INTERRUPTED:
+    if summary.slurm:
+        from yolotui.runs.slurm import short_text
+
+        lines.append(f"slurm      {short_text(summary.slurm)}")
+    if summary.state == INTERRUPTED and not summary.slurm:
         lines.append("           its supervisor is gone (killed, or the machine restarted); nothing is running")
     if status is not None:
         lines.append(f"command    {shlex.join(status.command)}".replace("\n", "\\n"))
