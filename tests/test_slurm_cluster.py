@@ -67,6 +67,7 @@ def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 
 def test_time_limit_checkpoints_requeues_and_resumes_exactly(slurm_cluster, tmp_path, data, job_env, monkeypatch):
+    (tmp_path / "ref").mkdir()
     reference = make_run(tmp_path / "ref", "ref", data=data, **RUN)
     ref_proc = start_trainer(reference)  # the same training, never interrupted, beside the job
     run_dir = make_run(tmp_path, "timed", data=data, **RUN)

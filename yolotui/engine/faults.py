@@ -14,8 +14,9 @@ A fault fires on the first attempt only (YOLOTUI_ATTEMPT=1, the supervisor sets 
 appended, then on every attempt: `YOLOTUI_FAULT=crash@step=2:always`. Several faults can be given separated
 by commas; each fires at its own step.
 
-YOLOTUI_STEP_DELAY_S=S (also a testing aid) sleeps S seconds before every training batch, so a tiny run lasts
-long enough for an outside event (a SLURM time-limit signal) to meet it mid-training; the math is unchanged.
+YOLOTUI_STEP_DELAY_S=S (also a testing aid) sleeps S seconds before every training batch of the first attempt,
+so a tiny run lasts long enough for an outside event (a SLURM time-limit signal) to meet it mid-training, and
+its resumed attempts run at full speed; the math is unchanged.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class FaultInjector:
         self.steps_run = 0
         self.poison_loss = False
         try:
-            self.delay_s = max(0.0, float(os.environ.get(DELAY_VAR) or 0.0))
+            self.delay_s = max(0.0, float(os.environ.get(DELAY_VAR) or 0.0)) if attempt <= 1 else 0.0
         except ValueError:
             raise UserError(f"{DELAY_VAR}={os.environ.get(DELAY_VAR)!r}: give seconds as a number") from None
 

@@ -207,11 +207,9 @@ def multi_node_command(command: list[str], nproc_per_node: int | str | None = No
     srun = ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1", "--export=ALL"]
     split = _torchrun_split(command)
     if split is None:
-        python, torchrun_args, rest = [sys.executable], [], command
-        if command[:1] and Path(command[0]).name.startswith("python") and command[1:3] == ["-m", "yolotui.engine"]:
-            python, rest = command[:1], command[1:]
-        else:
-            return [*srun, *command]
+        if command[1:3] != ["-m", "yolotui.engine"]:
+            return [*srun, *command]  # some other program: one per node, as it is
+        python, torchrun_args, rest = command[:1], [], command[1:]
     else:
         python, torchrun_args, rest = split
     kept: list[str] = []
