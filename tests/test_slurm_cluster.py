@@ -48,7 +48,7 @@ def data(tmp_path_factory):
 
 def _submit(run_dir: Path, **slurm: object) -> str:
     """Submit the run folder's training as `yolotui train --slurm` does; the job id."""
-    from yolotui.commands._launch import start_training
+    from yolotui.jobs.launch import start_training
     from yolotui.runs.slurm import make_options
 
     opt = load_yaml(run_dir / "opt.yaml", "opt.yaml")

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yolotui import formatting
 from yolotui.health.drift import DriftItem, check_drift, first_start_event
 from yolotui.health.environment import EnvironmentReport, diagnose_environment
 from yolotui.health.logind import LogindInfo, check_logind
@@ -45,7 +46,7 @@ class RunDiagnosis:
     drift: list[DriftItem] = field(default_factory=list)
     environment: EnvironmentReport | None = None
     last_failure: dict[str, Any] | None = None
-    # Added beyond /work/interfaces.md:
+    # Further fields:
     advice: str = ""
     recommended_checkpoint: str | None = None
     state: str | None = None
@@ -53,32 +54,11 @@ class RunDiagnosis:
     logind: LogindInfo | None = None
     deep: dict[str, Any] | None = None
     launch_logout: dict[str, Any] | None = None  # run.yaml `logout`: how the supervisor was started (issue 7)
+    slurm: dict[str, Any] | None = None  # a SLURM run: job_id, state, reason, nodes, time_left, storage (issue 22)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form."""
         return asdict(self)
-
-
-def format_age(seconds: float | None) -> str:
-    """'42 s', '7 min', '3.2 h', '5.0 d'."""
-    if seconds is None:
-        return "?"
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
-
-
-def format_size(size: int) -> str:
-    """'812 B', '3.4 kB', '101.2 MB', '1.3 GB'."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size} B"
 
 
 def _planned_epochs(run_dir: Path) -> int | None:
@@ -130,10 +110,10 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
     recommended, advice, chosen = _recommend(last, best, state)
     notes: list[str] = []
     if last.mtime is not None and best.mtime is not None and best.mtime > last.mtime + 1:
-        notes.append(f"last.pt is older than best.pt (by {format_age(best.mtime - last.mtime)}): "
+        notes.append(f"last.pt is older than best.pt (by {formatting.age(best.mtime - last.mtime)}): "
                      "the last save did not land; best.pt may hold later training")
     if last.age_s is not None:
-        notes.append(f"last.pt written {format_age(last.age_s)} ago")
+        notes.append(f"last.pt written {formatting.age(last.age_s)} ago")
     info = last.info if last.info and (last.info.opt or last.info.hyp) else best.info
     drift = check_drift(run_dir, info.opt if info else None, info.hyp if info else None) \
         if info and (info.opt or info.hyp) else check_drift(run_dir, {}, {})
@@ -156,19 +136,43 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
     return RunDiagnosis(run_dir=str(run_dir), last=last, best=best, recommended=recommended, drift=drift,
                         environment=env_report, last_failure=last_failure, advice=advice,
                         recommended_checkpoint=chosen, state=state, notes=notes,
-                        logind=check_logind() if logind else None, launch_logout=_launch_logout(run_dir))
+                        logind=check_logind() if logind else None, launch_logout=_launch_logout(run_dir),
+                        slurm=_slurm_facts(run_dir, status))
+
+
+def _slurm_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
+    """What SLURM says of a SLURM run's job, with the submit-time storage check; None for a local run."""
+    from yolotui.runs.status import slurm_job_of
+
+    job = slurm_job_of(status)
+    if not job:
+        return None
+    from yolotui.runs import slurm
+
+    facts = slurm.describe(job)
+    record = (_run_yaml(run_dir) or {}).get("slurm")
+    if isinstance(record, dict):
+        facts["storage"] = record.get("storage")
+        facts["job_ids"] = record.get("job_ids")
+    return facts
 
 
 def _launch_logout(run_dir: Path) -> dict[str, Any] | None:
     """run.yaml's `logout` record (what the launcher applied), or None."""
+    data = _run_yaml(run_dir)
+    record = data.get("logout") if isinstance(data, dict) else None
+    return record if isinstance(record, dict) else None
+
+
+def _run_yaml(run_dir: Path) -> dict[str, Any] | None:
+    """run.yaml as a mapping, or None when it is missing or unreadable."""
     import yaml
 
     try:
         data = yaml.safe_load((Path(run_dir) / RUN_YAML).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return None
-    record = data.get("logout") if isinstance(data, dict) else None
-    return record if isinstance(record, dict) else None
+    return data if isinstance(data, dict) else None
 
 
 def _verdict_lines(label: str, verdict: CheckpointVerdict) -> list[str]:
@@ -182,9 +186,9 @@ def _verdict_lines(label: str, verdict: CheckpointVerdict) -> list[str]:
         if verdict.best_fitness is not None:
             facts.append(f"best fitness {verdict.best_fitness:.4f}")
         if verdict.size is not None:
-            facts.append(format_size(verdict.size))
+            facts.append(formatting.size(verdict.size))
         if verdict.age_s is not None:
-            facts.append(f"{format_age(verdict.age_s)} old")
+            facts.append(f"{formatting.age(verdict.age_s)} old")
         if verdict.kind and verdict.kind != "unknown":
             facts.append(f"{verdict.kind} format")
         if facts:
@@ -227,6 +231,13 @@ def render_text(diagnosis: RunDiagnosis) -> str:
         lines.append(f"launched  {record.get('applied')}: {record.get('note')}")
         if record.get("warning"):
             lines.append(f"          warning: {record['warning']}")
+    if diagnosis.slurm is not None:
+        from yolotui.runs.slurm import short_text
+
+        state = f" [{diagnosis.slurm['state']}]" if diagnosis.slurm.get("state") else ""
+        lines.append(f"slurm     {short_text(diagnosis.slurm)}{state}")
+        if diagnosis.slurm.get("storage"):
+            lines.append(f"          {diagnosis.slurm['storage']}")
     if diagnosis.logind is not None:
         lines.append(f"logout    {diagnosis.logind.strategy}: {diagnosis.logind.advice}")
     if diagnosis.deep is not None:

@@ -115,13 +115,13 @@ def _refuse_live_job(run_dir: Path) -> None:
 def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: Any) -> RunStatus:
     """Write run.yaml, a queued status.json and RUN/slurm.sh, then `sbatch` it (yolotui/runs/slurm.py).
 
-    Says at submit time (on stdout) whether the run folder is on storage the compute nodes see. run.yaml's
-    `slurm` records the options, the job ids (one more per resubmission) and the submit command.
+    Checks at submit time whether the run folder is on storage the compute nodes see (run.yaml's
+    `slurm.storage`, and `storage_warning` when not; jobs.results.started reports it). run.yaml's `slurm`
+    records the options, the job ids (one more per resubmission) and the submit command.
     """
     from yolotui.runs import slurm
 
     note, is_warning = slurm.storage_note(run_dir)
-    print(f"{'warning: ' if is_warning else ''}{note}")
     config["logout"] = {"applied": "slurm", "note": "runs as a SLURM job: logging out does not end it",
                         "warning": None}
     previous: dict[str, Any] = {}
@@ -132,7 +132,8 @@ def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: Any) -> RunS
     if isinstance(earlier, dict):
         previous = earlier  # a resubmission: keep the earlier job ids
     config["slurm"] = {"options": options.to_record(), "job_ids": list(previous.get("job_ids") or []),
-                       "submit_command": None, "script": slurm.SCRIPT, "storage": note}
+                       "submit_command": None, "script": slurm.SCRIPT, "storage": note,
+                       "storage_warning": bool(is_warning)}
     write_run_config(run_dir, config)
     _clear_requests(run_dir)
     argv = [str(a) for a in config["command"]]

@@ -75,18 +75,31 @@ def write_status(run_dir: Path, status: RunStatus) -> None:
     atomic_write_json(status_path(run_dir), status.to_dict())
 
 
+def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None) -> str:
+    """The one "interrupted" rule: a recorded live state (or none at all) whose lock is free is `interrupted`;
+    no status yet but the lock held is `queued`. A SLURM run (`slurm_job`) takes its liveness from the job's
+    state instead of the lock (yolotui/runs/slurm.py), since the lock is held on another machine."""
+    if slurm_job:
+        from yolotui.runs import slurm
+
+        return slurm.derived_state(recorded, slurm_job)
+    if recorded is None:
+        return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
+    if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
+        return INTERRUPTED
+    return recorded
+
+
 def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
     """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`.
 
     A SLURM run's liveness is its job's state (yolotui/runs/slurm.py), not the lock.
     """
     status = status if status is not None else read_status(run_dir)
-    if status is not None and status.slurm and status.slurm.get("job_id"):
-        from yolotui.runs import slurm
+    return state_of(run_dir, status.state if status is not None else None, slurm_job_of(status))
 
-        return slurm.derived_state(status.state, str(status.slurm["job_id"]))
-    if status is None:
-        return INTERRUPTED if not lock.is_held(run_dir) else QUEUED
-    if status.state in LIVE_STATES and not lock.is_held(run_dir):
-        return INTERRUPTED
-    return status.state
+
+def slurm_job_of(status: RunStatus | dict | None) -> str | None:
+    """The SLURM job id recorded in a status (or a status.json mapping), or None for a local run."""
+    slurm = status.get("slurm") if isinstance(status, dict) else getattr(status, "slurm", None)
+    return str(slurm["job_id"]) if isinstance(slurm, dict) and slurm.get("job_id") else None

@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from yolotui.runs import index, lock
+from yolotui.runs import index
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import Event, parse_lines
 from yolotui.runs.layout import (
@@ -20,15 +20,13 @@ from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
     FINISHED,
-    INTERRUPTED,
     LAST_PT,
-    LIVE_STATES,
-    QUEUED,
     RESULTS_CSV,
     STATUS_JSON,
     STOPPED,
     WEIGHTS_DIR,
 )
+from yolotui.runs.status import slurm_job_of, state_of
 
 TAIL_BYTES = 64 * 1024
 
@@ -168,24 +166,8 @@ def last_epochs(path: Path) -> tuple[int | None, bool]:
 
 
 def derived_state(run_dir: str | Path, recorded: str | None, slurm_job: str | None = None) -> str:
-    """The state to show: a live recorded state whose lock is free is interrupted (as status.effective_state).
-
-    A SLURM run (`slurm_job`) takes its liveness from the job's state instead (yolotui/runs/slurm.py).
-    """
-    if slurm_job:
-        from yolotui.runs import slurm
-
-        return slurm.derived_state(recorded, slurm_job)
-    if recorded is None:
-        return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
-    if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
-        return INTERRUPTED
-    return recorded
-
-
-def _slurm_job(status: dict | None) -> str | None:
-    slurm = (status or {}).get("slurm")
-    return str(slurm["job_id"]) if isinstance(slurm, dict) and slurm.get("job_id") else None
+    """The state to show (the one rule, yolotui.runs.status.state_of; a SLURM run's from its job)."""
+    return state_of(Path(run_dir), recorded, slurm_job)
 
 
 def _checkpoint_mtime(folder: str) -> float | None:
@@ -203,7 +185,7 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
     if not isinstance(status, dict):
         status = None
     recorded = str(status.get("state")) if status is not None and status.get("state") else None
-    job = _slurm_job(status)
+    job = slurm_job_of(status)
     summary = RunSummary(name=name or (status or {}).get("name") or os.path.basename(folder), path=folder,
                          state=derived_state(folder, recorded, job))
     if job:
