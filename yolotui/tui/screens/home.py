@@ -313,8 +313,12 @@ def _cells(row: HomeRow, now: float) -> tuple:
         verdict = row.checkpoint.verdict
         checkpoint = Text.assemble(f"{age} ", (verdict, STATE_STYLE[VERDICT_CLASS.get(verdict, "muted")]))
     state = summary.state if summary.attempt <= 1 else f"{summary.state} #{summary.attempt}"
-    return (summary.name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started),
-            summary.device or "--")
+    device = summary.device or "--"
+    if summary.slurm:  # a SLURM run: where and how long, or why it waits
+        from yolotui.runs.slurm import short_text
+
+        device = f"{summary.device + ' ' if summary.device else ''}{short_text(summary.slurm)}"
+    return (summary.name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started), device)
 
 
 def _sort_key(row: HomeRow, column: str):

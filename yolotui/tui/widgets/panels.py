@@ -103,6 +103,11 @@ class RunHeader(Panel):
                 elapsed = end - status.started
             text.append("  elapsed ", self.style_for("label"))
             text.append(format_duration(elapsed))
+        if view.slurm:
+            from yolotui.runs.slurm import short_text
+
+            text.append("  slurm ", self.style_for("label"))
+            text.append(short_text(view.slurm))
         if view.problems:
             text.append("  ⚠ " + "; ".join(view.problems), self.style_for("warn"))
         self.set_text(text)
