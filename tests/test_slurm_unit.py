@@ -178,3 +178,17 @@ def test_tui_runs_table_and_dashboard_reader_show_the_job(tmp_path, monkeypatch)
     assert view.state == "running" and view.slurm["nodes"] == "node3" and view.slurm["time_left"] == "0:10:00"
     cells = _cells(HomeRow(summarize(tmp_path), None), 0.0)
     assert cells[-1] == "0 job 31 on node3, 0:10:00 left"
+
+
+def test_boot_time_resume_leaves_slurm_runs_to_slurm(tmp_path, monkeypatch):
+    from yolotui.runs import index
+    from yolotui.runs.service import interrupted_runs
+    from yolotui.runs.status import RunStatus, write_status
+
+    _fake_squeue(monkeypatch, "")  # squeue answers: neither job exists any more
+    local, job = tmp_path / "local", tmp_path / "job"
+    for folder, slurm_record in ((local, None), (job, {"job_id": "41"})):
+        folder.mkdir()
+        write_status(folder, RunStatus(name=folder.name, run_dir=str(folder), state="running", slurm=slurm_record))
+        index.add(folder, folder.name)
+    assert interrupted_runs() == [local]
