@@ -205,3 +205,27 @@ def test_scancel_from_outside_leaves_it_interrupted_and_resumable(slurm_cluster,
     finally:
         cancel_quietly(job)
         cancel_quietly(second)
+
+
+def test_requeue_from_outside_counts_as_preempted_and_resumes(slurm_cluster, tmp_path, data, job_env, monkeypatch):
+    """What SLURM does to a preempted job with PreemptMode=REQUEUE: SIGTERM to the job, then queue it again."""
+    run_dir = make_run(tmp_path, "preempt", data=data, epochs=2, batch_size=2)
+    monkeypatch.setenv("YOLOTUI_STEP_DELAY_S", "1")
+    job = None
+    try:
+        job = _submit(run_dir, time="10")
+        wait_for(lambda: any(e["type"] == "batch" for e in read_events(run_dir / "events.jsonl"))
+                 if _started(run_dir) else False, 120, "the first batch in the job")
+        subprocess.run(["scontrol", "requeue", job], check=True, timeout=20)
+        wait_for(lambda: squeue_state(job)[0] == "PENDING", 60, "the requeued job to be pending")
+        subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True, timeout=20)
+        wait_for(lambda: effective_state(run_dir) in ("finished", "failed", "stopped") and
+                 squeue_state(job)[0] != "PENDING", 180, "the requeued job to finish")
+        status = read_status(run_dir)
+        assert effective_state(run_dir) == "finished", status.message
+        assert [a.get("failure_class") for a in status.attempts] == ["preempted", None], status.attempts
+        assert [int(r["epoch"]) for r in read_rows(run_dir / "results.csv")] == [0, 1]
+        starts = [e for e in read_events(run_dir / "events.jsonl") if e["type"] == "start"]
+        assert starts[-1]["attempt"] == 2 and starts[-1]["resumed_from"]
+    finally:
+        cancel_quietly(job)
