@@ -125,6 +125,18 @@ def settings_defaults() -> dict[str, Any]:
     return slurm
 
 
+def settings_has_slurm() -> bool:
+    """True when the user's settings.yaml has a `slurm:` key (the TUI then offers SLURM in its wizards)."""
+    from yolotui.runs.index import config_dir
+
+    try:
+        with open(config_dir() / "settings.yaml", "rb") as handle:
+            head = handle.read(SETTINGS_MAX_BYTES)
+    except OSError:
+        return False
+    return any(line.startswith(b"slurm:") for line in head.splitlines())
+
+
 def make_options(given: dict[str, Any], defaults: dict[str, Any] | None = None) -> SlurmOptions:
     """SlurmOptions from flags given (None = not given) over settings.yaml's defaults; UserError on bad values."""
     defaults = settings_defaults() if defaults is None else defaults

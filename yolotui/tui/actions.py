@@ -131,8 +131,10 @@ def display_path(path: str | Path) -> str:
 # -------------------------------------------------------------------------------------- command lines
 
 def train_args(cfg: str, data: str, epochs: int, batch_size: int, imgsz: int, device: str, hyp: str = "",
-               name: str = "", project: str = DEFAULT_PROJECT, workers: int | None = None) -> list[str]:
-    """`yolotui train` arguments with the official flag names (defaults left out)."""
+               name: str = "", project: str = DEFAULT_PROJECT, workers: int | None = None,
+               slurm: list[str] | None = None) -> list[str]:
+    """`yolotui train` arguments with the official flag names (defaults left out); `slurm` (a list of sbatch
+    options, maybe empty) submits it as a SLURM job."""
     args = ["train", "--cfg", cfg, "--data", data, "--epochs", str(epochs), "--batch-size", str(batch_size),
             "--img", str(imgsz), "--device", device]
     if workers is not None:
@@ -143,6 +145,8 @@ def train_args(cfg: str, data: str, epochs: int, batch_size: int, imgsz: int, de
         args += ["--project", project]
     if name:
         args += ["--name", name]
+    if slurm is not None:
+        args += ["--slurm", *[f"--sbatch-arg={option}" for option in slurm]]
     return args
 
 
