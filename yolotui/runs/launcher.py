@@ -141,7 +141,7 @@ def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: Any) -> RunS
                        max_attempts=int(config["restart"]["max_attempts"]), command=argv,
                        backend=config["backend"], device=config.get("device"), slurm={"job_id": None})
     write_status(run_dir, status)
-    slurm.write_script(run_dir, options, config["name"])
+    slurm.write_script(run_dir, options, config["name"], pythonpath=str(package_root()))
     job_id, submit_argv = slurm.submit(run_dir)
     config["slurm"]["job_ids"].append(job_id)
     config["slurm"]["submit_command"] = submit_argv

@@ -367,13 +367,13 @@ def _checked(argv: list[str], what: str, timeout: float = QUERY_TIMEOUT_S) -> st
     return done.stdout
 
 
-def write_script(run_dir: Path, opts: SlurmOptions, name: str) -> Path:
-    """Write RUN/slurm.sh (atomically, executable); returns its path."""
+def write_script(run_dir: Path, opts: SlurmOptions, name: str, pythonpath: str | None = None) -> Path:
+    """Write RUN/slurm.sh (atomically, executable); returns its path. `pythonpath`: the folder holding the
+    yolotui package the job must run (the launcher's own)."""
     from yolotui.runs.atomic import atomic_write_text
-    from yolotui.runs.launcher import package_root
 
     path = Path(run_dir) / SCRIPT
-    atomic_write_text(path, script_text(run_dir, opts, name, pythonpath=str(package_root())))
+    atomic_write_text(path, script_text(run_dir, opts, name, pythonpath=pythonpath))
     os.chmod(path, 0o755)
     return path
 

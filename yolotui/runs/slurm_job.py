@@ -26,6 +26,7 @@ from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.runs import policy, procs, slurm
+from yolotui.runs.decision import KILLED
 from yolotui.runs.layout import EVENTS_JSONL, INTERRUPTED, LAST_PT, QUEUED, STOP_REQUEST, STOPPED, WEIGHTS_DIR
 from yolotui.runs.runconfig import handles_save_signal
 from yolotui.runs.status import read_status
@@ -67,7 +68,7 @@ class SlurmSupervisor(Supervisor):
             self.status.attempt = int(previous.attempt or len(previous.attempts))
             self.status.remedies = list(previous.remedies)
             last = self.status.attempts[-1] if self.status.attempts else None
-            if last is not None and last.get("failure_class") == policy.KILLED and last.get("by_slurm"):
+            if last is not None and last.get("failure_class") == KILLED and last.get("by_slurm"):
                 last["failure_class"] = PREEMPTED
                 last["remedy"] = "requeued by SLURM: resumed from the last checkpoint"
             self.config["resume_first"] = True  # an exec command with resume_args gets them at once
@@ -165,12 +166,12 @@ class SlurmSupervisor(Supervisor):
             return
         if state == STOPPED and not self.stop_by_request and self.outside_stop is not None:
             if record is not None:
-                record.update(failure_class=policy.KILLED, by_slurm=True,
+                record.update(failure_class=KILLED, by_slurm=True,
                               message=f"ended by SLURM ({policy.signal_name(self.outside_stop)} to the job)",
                               remedy=f"resumable: yolotui resume {self.status.name}")
             super().finish(INTERRUPTED, f"job {self.job_id} ended by SLURM (scancel, preemption or the time limit) "
                            f"after a checkpoint; resume it: yolotui resume {self.status.name} --slurm",
-                           record, policy.KILLED)
+                           record, KILLED)
             return
         super().finish(state, message, record, failure_class)
 
