@@ -192,3 +192,17 @@ def test_boot_time_resume_leaves_slurm_runs_to_slurm(tmp_path, monkeypatch):
         write_status(folder, RunStatus(name=folder.name, run_dir=str(folder), state="running", slurm=slurm_record))
         index.add(folder, folder.name)
     assert interrupted_runs() == [local]
+
+
+def test_torchrun_reads_the_rendezvous_slurm_sh_exports(cli_env):
+    """torchrun takes its node layout from PET_* variables: the ones slurm.sh sets for a several-node job."""
+    code = ("from torch.distributed.run import get_args_parser as p\n"
+            "a = p().parse_args(['--nproc-per-node', '2', '-m', 'yolotui.engine', 'train'])\n"
+            "print(a.nnodes, a.rdzv_endpoint, a.rdzv_id, a.rdzv_backend)\n")
+    env = {**cli_env, "PET_NNODES": "3", "PET_RDZV_ENDPOINT": "node1:29500", "PET_RDZV_ID": "4242",
+           "PET_RDZV_BACKEND": "c10d"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.split() == ["3", "node1:29500", "4242", "c10d"], out.stderr[-2000:]
+    text = script_text(Path("/r"), SlurmOptions(nodes=3), "x", python="python")
+    for name in ("PET_NNODES", "PET_RDZV_ENDPOINT", "PET_RDZV_ID", "PET_RDZV_BACKEND"):
+        assert f"export {name}=" in text

@@ -33,7 +33,7 @@ from typing import Any
 from yolotui.errors import UserError
 from yolotui.runs import lock, procs
 from yolotui.runs.atomic import atomic_write_json
-from yolotui.runs.layout import LIVE_STATES, RUNNING, STOP_REQUEST, STOPPED, STOPPING
+from yolotui.runs.layout import LIVE_STATES, QUEUED, RUNNING, STOP_REQUEST, STOPPED, STOPPING
 from yolotui.runs.runconfig import handles_save_signal, read_run_config
 from yolotui.runs.status import RunStatus, effective_state, read_status, write_status
 
@@ -184,14 +184,16 @@ def _stop_slurm_job(run_dir: Path, status: RunStatus, force: bool, grace_s: floa
     job = str(status.slurm["job_id"])
     started = time.monotonic()
     info = slurm.job_info(job, fresh=True)
-    if info is not None and info.pending:
+    request_stop(run_dir, force, grace_s)  # read by the supervisor, should it be starting right now
+    if info is not None and (info.pending or status.state == QUEUED):
+        # nothing to checkpoint: the job waits in the queue, or its supervisor has not started yet
         slurm.scancel(job)
+        why = f"while queued ({info.reason or info.state})" if info.pending else "before its supervisor started"
         status.state, status.ended = STOPPED, time.time()
-        status.message = f"SLURM job {job} cancelled while queued ({info.reason or info.state})"
+        status.message = f"SLURM job {job} cancelled {why}"
         write_status(run_dir, status)
         return StopResult(str(run_dir), name, was_running=True, state=STOPPED, seconds=time.monotonic() - started,
-                          message=f"run {name}: queued job {job} cancelled")
-    request_stop(run_dir, force, grace_s)
+                          message=f"run {name}: job {job} cancelled {why}")
     if force:
         slurm.scancel(job)
         how = f"scancel {job}"

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yolotui
 from yolotui.errors import UserError
@@ -30,6 +30,9 @@ from yolotui.runs.layout import QUEUED, STOP_REQUEST, SUPERVISOR_LOG
 from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config, write_run_config
 from yolotui.runs.status import RunStatus, read_status, write_status
 from yolotui.runs.store import check_writable, validate_name
+
+if TYPE_CHECKING:
+    from yolotui.runs.slurm import SlurmOptions
 
 START_TIMEOUT_S = 2.0
 
@@ -112,7 +115,7 @@ def _refuse_live_job(run_dir: Path) -> None:
                         f"(yolotui stop {run_dir.name}) or use another name")
 
 
-def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: Any) -> RunStatus:
+def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: SlurmOptions) -> RunStatus:
     """Write run.yaml, a queued status.json and RUN/slurm.sh, then `sbatch` it (yolotui/runs/slurm.py).
 
     Checks at submit time whether the run folder is on storage the compute nodes see (run.yaml's
@@ -166,7 +169,7 @@ def launch(
     backoff_s: float = policy.DEFAULT_BACKOFF_S,
     cwd: Path | None = None,
     restart: dict[str, Any] | None = None,
-    slurm: Any | None = None,
+    slurm: SlurmOptions | None = None,
 ) -> RunStatus:
     """Start `command` as a supervised, detached run in `run_dir`; returns its status once supervised.
 
