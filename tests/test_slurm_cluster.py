@@ -71,7 +71,7 @@ def test_time_limit_checkpoints_requeues_and_resumes_exactly(slurm_cluster, tmp_
     reference = make_run(tmp_path / "ref", "ref", data=data, **RUN)
     ref_proc = start_trainer(reference)  # the same training, never interrupted, beside the job
     run_dir = make_run(tmp_path, "timed", data=data, **RUN)
-    monkeypatch.setenv("YOLOTUI_STEP_DELAY_S", "3")  # 12 batches: ~40 s, more than the first job life has left
+    monkeypatch.setenv("YOLOTUI_STEP_DELAY_S", "4")  # 12 batches: ~50 s, more than the first job life has left
     job = None
     try:
         job = _submit(run_dir, time="1", signal_lead_s=55)

@@ -206,3 +206,17 @@ def test_torchrun_reads_the_rendezvous_slurm_sh_exports(cli_env):
     text = script_text(Path("/r"), SlurmOptions(nodes=3), "x", python="python")
     for name in ("PET_NNODES", "PET_RDZV_ENDPOINT", "PET_RDZV_ID", "PET_RDZV_BACKEND"):
         assert f"export {name}=" in text
+
+
+def test_doctor_shows_the_job_and_the_storage_check(tmp_path, monkeypatch):
+    from yolotui.health.report import diagnose_run, render_text
+    from yolotui.runs.runconfig import write_run_config
+    from yolotui.runs.status import RunStatus, write_status
+
+    _fake_squeue(monkeypatch, "51|PENDING|QOSMaxJobsPerUserLimit|(null)|1:00:00|1:00:00\n")
+    write_run_config(tmp_path, {"name": "r", "command": ["x"], "slurm": {"job_ids": ["51"], "storage": "on nfs4"}})
+    write_status(tmp_path, RunStatus(name="r", run_dir=str(tmp_path), state="queued", slurm={"job_id": "51"}))
+    diagnosis = diagnose_run(tmp_path, environment=False, logind=False)
+    assert diagnosis.state == "queued" and diagnosis.slurm["reason"] == "QOSMaxJobsPerUserLimit"
+    text = render_text(diagnosis)
+    assert "slurm     job 51 pending (QOSMaxJobsPerUserLimit) [PENDING]" in text and "on nfs4" in text
