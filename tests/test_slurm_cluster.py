@@ -153,6 +153,8 @@ def test_save_then_stop_ends_stopped_with_a_checkpoint(slurm_cluster, tmp_path, 
         wait_for(lambda: any(e["type"] == "checkpoint" for e in read_events(run_dir / "events.jsonl")), 60,
                  "the checkpoint asked for by yolotui save")
         assert read_status(run_dir).state == "running"  # a save goes on training
+        refused = _cli("resume", str(run_dir))  # no second job on a live run folder
+        assert refused.returncode != 0 and f"SLURM job {job}, still running" in refused.stderr
         stopped = _cli("stop", str(run_dir), timeout=150)
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
         assert effective_state(run_dir) == "stopped", read_status(run_dir).message

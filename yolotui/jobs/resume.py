@@ -100,6 +100,9 @@ def resume(request: ResumeRequest) -> StartedRun:
 
     epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
     run_dir = run_dir_for(request.target)
+    from yolotui.runs.launcher import refuse_live_slurm_job
+
+    refuse_live_slurm_job(run_dir)  # a SLURM run's liveness is its job; before anything in the folder changes
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
     if request.from_ckpt:

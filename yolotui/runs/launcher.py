@@ -101,7 +101,7 @@ def _clear_requests(run_dir: Path) -> None:
             pass
 
 
-def _refuse_live_job(run_dir: Path) -> None:
+def refuse_live_slurm_job(run_dir: Path) -> None:
     """UserError when the folder's run is a SLURM job that is still queued or running."""
     status = read_status(run_dir)
     job = (status.slurm or {}).get("job_id") if status is not None and status.slurm else None
@@ -201,7 +201,7 @@ def launch(
         raise UserError(f"cannot create run folder {run_dir}: {exc.strerror}; choose another --project") from exc
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is live (its supervisor holds .lock): stop it first or use another name")
-    _refuse_live_job(run_dir)
+    refuse_live_slurm_job(run_dir)
     if slurm is not None and (slurm.nodes or 1) > 1:
         from yolotui.runs.slurm import multi_node_command
 
