@@ -220,3 +220,12 @@ def test_doctor_shows_the_job_and_the_storage_check(tmp_path, monkeypatch):
     assert diagnosis.state == "queued" and diagnosis.slurm["reason"] == "QOSMaxJobsPerUserLimit"
     text = render_text(diagnosis)
     assert "slurm     job 51 pending (QOSMaxJobsPerUserLimit) [PENDING]" in text and "on nfs4" in text
+
+
+def test_slurm_launch_without_sbatch_says_so_before_anything_changes(tmp_path, monkeypatch):
+    from yolotui.runs.launcher import launch
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(UserError, match="sbatch not found"):
+        launch(tmp_path / "run", [sys.executable, "-c", "pass"], name="run", slurm=SlurmOptions())
+    assert not (tmp_path / "run").exists()

@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     if status is not None:
         lines.append(f"command    {shlex.join(status.command)}".replace("\n", "\\n"))
         if status.supervisor_pid and summary.state in LIVE_STATES:
-            lines.append(f"pids       supervisor {status.supervisor_pid}, trainer {status.trainer_pid or '-'}")
+            host = f" on {status.slurm['host']}" if status.slurm and status.slurm.get("host") else ""
+            lines.append(f"pids       supervisor {status.supervisor_pid}, trainer {status.trainer_pid or '-'}{host}")
         ended = f", ended {when(status.ended)}" if status.ended else ""
         lines.append(f"started    {when(status.started)}{ended} (updated {age(time.time() - (status.updated or time.time()))} ago)")
         if status.ended and (status.exit_code is not None or status.exit_signal is not None):

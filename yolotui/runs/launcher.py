@@ -183,6 +183,10 @@ def launch(
     """
     run_dir = Path(run_dir).resolve()
     validate_name(name)
+    if slurm is not None:
+        from yolotui.runs.slurm import require_sbatch
+
+        require_sbatch()
     check_writable(run_dir.parent)
     if run_dir.exists():
         check_writable(run_dir)

@@ -367,6 +367,13 @@ def _checked(argv: list[str], what: str, timeout: float = QUERY_TIMEOUT_S) -> st
     return done.stdout
 
 
+def require_sbatch() -> None:
+    """UserError unless sbatch is on PATH (checked before a SLURM launch changes anything)."""
+    if shutil.which("sbatch") is None:
+        raise UserError("--slurm: sbatch not found on PATH: run this on the cluster's login node (or load its "
+                        "SLURM module); without --slurm the run starts on this machine")
+
+
 def write_script(run_dir: Path, opts: SlurmOptions, name: str, pythonpath: str | None = None) -> Path:
     """Write RUN/slurm.sh (atomically, executable); returns its path. `pythonpath`: the folder holding the
     yolotui package the job must run (the launcher's own)."""
