@@ -168,7 +168,9 @@ def _slurm_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
     from yolotui.runs import slurm
 
     facts = slurm.describe(job)
-    record = (_run_yaml(run_dir) or {}).get("slurm")
+    from yolotui.runs.runconfig import run_yaml_field
+
+    record = run_yaml_field(run_dir, "slurm")
     if isinstance(record, dict):
         facts["storage"] = record.get("storage")
         facts["job_ids"] = record.get("job_ids")
@@ -177,20 +179,10 @@ def _slurm_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
 
 def _launch_logout(run_dir: Path) -> dict[str, Any] | None:
     """run.yaml's `logout` record (what the launcher applied), or None."""
-    data = _run_yaml(run_dir)
-    record = data.get("logout") if isinstance(data, dict) else None
+    from yolotui.runs.runconfig import run_yaml_field
+
+    record = run_yaml_field(run_dir, "logout")
     return record if isinstance(record, dict) else None
-
-
-def _run_yaml(run_dir: Path) -> dict[str, Any] | None:
-    """run.yaml as a mapping, or None when it is missing or unreadable."""
-    import yaml
-
-    try:
-        data = yaml.safe_load((Path(run_dir) / RUN_YAML).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _verdict_lines(label: str, verdict: CheckpointVerdict) -> list[str]:

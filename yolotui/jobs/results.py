@@ -42,9 +42,9 @@ def started(run_dir: Path, verb: str, warnings: list[str], notes: list[str] | No
     job = slurm_job_of(status)
     warnings, notes = list(warnings), list(notes or [])
     if job:
-        from yolotui.runs.runconfig import read_run_config
+        from yolotui.runs.runconfig import run_yaml_field
 
-        record = read_run_config(run_dir).get("slurm") or {}
+        record = run_yaml_field(run_dir, "slurm") or {}
         if record.get("storage"):
             (warnings if record.get("storage_warning") else notes).append(str(record["storage"]))
         notes.append(f"submitted as SLURM job {job} ({run_dir / 'slurm.sh'}); `yolotui ls` shows its state")

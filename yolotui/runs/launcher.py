@@ -27,7 +27,7 @@ import yolotui
 from yolotui.errors import UserError
 from yolotui.runs import index, lock, policy
 from yolotui.runs.layout import QUEUED, STOP_REQUEST, SUPERVISOR_LOG
-from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config, write_run_config
+from yolotui.runs.runconfig import RESERVED_KEYS, run_yaml_field, write_run_config
 from yolotui.runs.status import RunStatus, read_status, write_status
 from yolotui.runs.store import check_writable, validate_name
 
@@ -127,13 +127,8 @@ def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: SlurmOptions
     note, is_warning = slurm.storage_note(run_dir)
     config["logout"] = {"applied": "slurm", "note": "runs as a SLURM job: logging out does not end it",
                         "warning": None}
-    previous: dict[str, Any] = {}
-    try:
-        earlier = read_run_config(run_dir).get("slurm") if (run_dir / "run.yaml").exists() else None
-    except UserError:
-        earlier = None
-    if isinstance(earlier, dict):
-        previous = earlier  # a resubmission: keep the earlier job ids
+    earlier = run_yaml_field(run_dir, "slurm")
+    previous: dict[str, Any] = earlier if isinstance(earlier, dict) else {}  # a resubmission keeps the job ids
     config["slurm"] = {"options": options.to_record(), "job_ids": list(previous.get("job_ids") or []),
                        "submit_command": None, "script": slurm.SCRIPT, "storage": note,
                        "storage_warning": bool(is_warning)}

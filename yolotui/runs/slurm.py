@@ -176,14 +176,9 @@ def make_options(given: dict[str, Any], defaults: dict[str, Any] | None = None) 
 
 def recorded_options(run_dir: Path) -> SlurmOptions | None:
     """The SLURM options run.yaml recorded for the run's last submission, or None for a local run."""
-    from yolotui.runs.runconfig import read_run_config, run_yaml_path
+    from yolotui.runs.runconfig import run_yaml_field
 
-    if not run_yaml_path(run_dir).exists():
-        return None
-    try:
-        record = read_run_config(Path(run_dir)).get("slurm")
-    except UserError:
-        return None
+    record = run_yaml_field(Path(run_dir), "slurm")
     if not isinstance(record, dict) or not isinstance(record.get("options"), dict):
         return None
     return SlurmOptions.from_record(record["options"])
