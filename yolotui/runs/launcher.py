@@ -102,7 +102,10 @@ def _clear_requests(run_dir: Path) -> None:
 
 
 def refuse_live_slurm_job(run_dir: Path) -> None:
-    """UserError when the folder's run is a SLURM job that is still queued or running."""
+    """UserError when the folder's run is a SLURM job that is still queued, or running with its supervisor
+    at work (a job whose supervisor has recorded a final state may still be completing: that is no refusal)."""
+    from yolotui.runs.layout import LIVE_STATES
+
     status = read_status(run_dir)
     job = (status.slurm or {}).get("job_id") if status is not None and status.slurm else None
     if not job:
@@ -110,7 +113,7 @@ def refuse_live_slurm_job(run_dir: Path) -> None:
     from yolotui.runs import slurm
 
     info = slurm.job_info(str(job), fresh=True)
-    if info is not None and not info.ended:
+    if info is not None and (info.pending or (info.active and status.state in LIVE_STATES)):
         raise UserError(f"run {run_dir} is SLURM job {job}, still {info.state.lower()}: stop it first "
                         f"(yolotui stop {run_dir.name}) or use another name")
 

@@ -177,4 +177,5 @@ class SlurmSupervisor(Supervisor):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(supervisor_class=SlurmSupervisor, module="yolotui.runs.slurm_job"))
+    # An earlier job of this run (a resubmission right after a scancel) may still be finishing on this node.
+    raise SystemExit(main(supervisor_class=SlurmSupervisor, module="yolotui.runs.slurm_job", lock_wait_s=90.0))

@@ -413,19 +413,22 @@ def _size(path: Path) -> int:
         return 0
 
 
-def acquire_lock(run_dir: Path) -> int | None:
-    """Take RUN/.lock, retrying briefly past readers' momentary shared probes; None if really held."""
-    for _ in range(LOCK_TRIES):
+def acquire_lock(run_dir: Path, wait_s: float = LOCK_TRIES * 0.05) -> int | None:
+    """Take RUN/.lock, retrying for `wait_s` past readers' momentary shared probes; None if really held."""
+    deadline = time.monotonic() + wait_s
+    while True:
         fd = lock.acquire(run_dir)
         if fd is not None:
             return fd
+        if time.monotonic() >= deadline:
+            return None
         time.sleep(0.05)
-    return None
 
 
 def main(argv: list[str] | None = None, supervisor_class: type[Supervisor] = Supervisor,
-         module: str = "yolotui.runs.supervisor") -> int:
-    """Entry point: supervise the run folder given as the only argument (with `supervisor_class`)."""
+         module: str = "yolotui.runs.supervisor", lock_wait_s: float = LOCK_TRIES * 0.05) -> int:
+    """Entry point: supervise the run folder given as the only argument (with `supervisor_class`); waits up to
+    `lock_wait_s` for RUN/.lock."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print(f"usage: python -m {module} RUN_DIR", file=sys.stderr)
@@ -434,7 +437,7 @@ def main(argv: list[str] | None = None, supervisor_class: type[Supervisor] = Sup
     if not run_dir.is_dir():
         print(f"supervisor: {run_dir} is not a folder", file=sys.stderr)
         return 2
-    fd = acquire_lock(run_dir)
+    fd = acquire_lock(run_dir, lock_wait_s)
     if fd is None:
         log(f"another supervisor holds {run_dir / '.lock'}; exiting")
         return 3
