@@ -122,8 +122,11 @@ def test_state_comes_from_the_job_not_the_lock(monkeypatch):
     assert slurm.short_text(slurm.describe("11")) == "job 11 pending (Priority)"
     assert slurm.derived_state("running", "13") == "interrupted"  # the job ended without the supervisor's word
     assert slurm.derived_state("finished", "13") == "finished"
-    assert slurm.derived_state("running", "99") == "interrupted"  # forgotten by SLURM, no accounting
+    assert slurm.derived_state("running", "99") == "interrupted"  # forgotten by SLURM
     assert sum(1 for c in calls if c[0] == "squeue") == 1  # one squeue for every lookup (cached)
+    assert not [c for c in calls if c[0] == "sacct"]  # listings never ask accounting, one call per job
+    slurm.describe("99", accounting=True)  # status/doctor of one run do
+    assert any(c[0] == "sacct" and "99" in c for c in calls)
 
 
 def test_without_squeue_the_recorded_state_is_shown(monkeypatch):

@@ -167,7 +167,7 @@ def _slurm_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
         return None
     from yolotui.runs import slurm
 
-    facts = slurm.describe(job)
+    facts = slurm.describe(job, accounting=True)
     from yolotui.runs.runconfig import run_yaml_field
 
     record = run_yaml_field(run_dir, "slurm")

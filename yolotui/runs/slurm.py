@@ -494,10 +494,11 @@ def _sacct(job_id: str) -> JobInfo | None:
     return info
 
 
-def job_info(job_id: str | None, fresh: bool = False) -> JobInfo | None:
+def job_info(job_id: str | None, fresh: bool = False, accounting: bool = False) -> JobInfo | None:
     """SLURM's view of `job_id`; None when SLURM cannot be asked or has forgotten the job.
 
-    A job missing from squeue (after MinJobAge) is looked up in sacct when accounting exists.
+    With `accounting`, a job missing from squeue (ended more than MinJobAge ago) is looked up in sacct where
+    the cluster keeps accounting (one call per job, so not for listings: for them a missing job has ended).
     """
     if not job_id:
         return None
@@ -507,7 +508,7 @@ def job_info(job_id: str | None, fresh: bool = False) -> JobInfo | None:
     if jobs is None:
         return None
     info = jobs.get(str(job_id))
-    if info is None:
+    if info is None and accounting:
         info = _sacct(str(job_id))
     return info
 
@@ -518,23 +519,18 @@ def reachable() -> bool:
 
 
 # ----------------------------------------------------------------------------------- state of a run
-def slurm_job_id(status: dict[str, Any] | None) -> str | None:
-    """The SLURM job id recorded in a status.json mapping, or None for a local run."""
-    slurm = (status or {}).get("slurm")
-    if isinstance(slurm, dict) and slurm.get("job_id"):
-        return str(slurm["job_id"])
-    return None
-
-
 def derived_state(recorded: str | None, job_id: str) -> str:
     """The state to show for a SLURM run: from the job's state, not the lock.
 
     pending -> queued; running -> the recorded state (queued until the supervisor has written; a final state
     while the job completes); ended or forgotten -> the recorded final state, or interrupted if it was live.
-    When SLURM cannot be asked the recorded state is shown as is.
+    finished, failed and stopped are shown without asking SLURM; when SLURM cannot be asked the recorded
+    state is shown as is.
     """
-    from yolotui.runs.layout import INTERRUPTED, LIVE_STATES, QUEUED, RUNNING
+    from yolotui.runs.layout import FAILED, FINISHED, INTERRUPTED, LIVE_STATES, QUEUED, RUNNING, STOPPED
 
+    if recorded in (FINISHED, FAILED, STOPPED):
+        return recorded  # the supervisor's last word; SLURM cannot make such a run live again by itself
     if not reachable():
         return recorded or QUEUED
     info = job_info(job_id)
@@ -547,9 +543,10 @@ def derived_state(recorded: str | None, job_id: str) -> str:
     return recorded
 
 
-def describe(job_id: str) -> dict[str, Any]:
-    """The facts ls/status/the TUI/doctor show: job_id, state, reason, nodes, time_left (empty when unknown)."""
-    info = job_info(job_id)
+def describe(job_id: str, accounting: bool = False) -> dict[str, Any]:
+    """The facts ls/status/the TUI/doctor show: job_id, state, reason, nodes, time_left (empty when unknown);
+    `accounting` also asks sacct about a job squeue has forgotten (for one run, not for listings)."""
+    info = job_info(job_id, accounting=accounting)
     if info is None:
         return {"job_id": job_id, "state": "" if reachable() else "unknown (squeue did not answer)",
                 "reason": "", "nodes": "", "time_left": ""}
