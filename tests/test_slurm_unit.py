@@ -232,3 +232,21 @@ def test_slurm_launch_without_sbatch_says_so_before_anything_changes(tmp_path, m
     with pytest.raises(UserError, match="sbatch not found"):
         launch(tmp_path / "run", [sys.executable, "-c", "pass"], name="run", slurm=SlurmOptions())
     assert not (tmp_path / "run").exists()
+
+
+def test_a_job_submitted_since_the_cached_listing_is_found(monkeypatch):
+    answers = ["", "61|PENDING|Priority|(null)|1:00|1:00\n", ""]
+    calls: list[list[str]] = []
+
+    def fake_run(argv, timeout=slurm.QUERY_TIMEOUT_S):
+        calls.append(argv)
+        return answers[min(len(calls) - 1, len(answers) - 1)]
+
+    monkeypatch.setattr(slurm, "_run", fake_run)
+    slurm._CACHE.clear()
+    assert slurm.job_info("60") is None  # a fresh listing: not looked for again
+    monkeypatch.setattr(slurm, "MISS_REFRESH_S", -1.0)  # the listing is now "old"
+    assert slurm.job_info("61").state == "PENDING"  # submitted by another process since: one more listing
+    assert len(calls) == 2
+    assert slurm.job_info("62") is None and len(calls) == 3  # gone: one look
+    assert slurm.job_info("62") is None and len(calls) == 3  # and not again

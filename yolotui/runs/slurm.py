@@ -44,6 +44,7 @@ DEFAULT_SIGNAL_LEAD_S = 300
 DEFAULT_RDZV_PORT = 29500
 QUERY_TIMEOUT_S = 10.0
 CACHE_S = 2.0
+MISS_REFRESH_S = 0.5  # a job missing from a listing older than this is looked for once in a fresh one
 SETTINGS_MAX_BYTES = 256 * 1024
 
 # SLURM job states, grouped as yolotui reads them.
@@ -508,6 +509,15 @@ def job_info(job_id: str | None, fresh: bool = False, accounting: bool = False) 
     if jobs is None:
         return None
     info = jobs.get(str(job_id))
+    missing: set[str] = _CACHE.setdefault("missing", set())
+    if info is None and str(job_id) not in missing and time.monotonic() - _CACHE["squeue"][0] > MISS_REFRESH_S:
+        # The listing may predate the job (submitted by another process since): look once more. A job missing
+        # from a listing taken after its id was known has ended, and is not looked for again.
+        _CACHE.pop("squeue", None)
+        jobs = _squeue_all() or {}
+        info = jobs.get(str(job_id))
+        if info is None:
+            missing.add(str(job_id))
     if info is None and accounting:
         info = _sacct(str(job_id))
     return info
