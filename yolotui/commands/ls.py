@@ -36,7 +36,12 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for s in summaries:
         state = s.state if not s.failure_class else f"{s.state} ({s.failure_class})"
-        row = (s.name, state, epoch_text(s.epoch, s.epochs), f"{s.best_map:.4f}" if s.best_map is not None else "-",
+        epoch = epoch_text(s.epoch, s.epochs)
+        if s.state == "queued" and s.message and not s.slurm:  # what it waits for, instead of an epoch
+            from yolotui.runs.queue import short_note
+
+            epoch = short_note(s.message)
+        row = (s.name, state, epoch, f"{s.best_map:.4f}" if s.best_map is not None else "-",
                age(s.checkpoint_age), s.device or "-", when(s.started))
         if with_slurm:
             row += (short_text(s.slurm) if s.slurm else "-",)

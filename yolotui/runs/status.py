@@ -3,8 +3,9 @@
 Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started, updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
-remedies (what was applied before the current attempt) and stop (a stop request and the signals sent for it);
-slurm (job_id, restarts, nodes) for a run submitted to SLURM, whose liveness is its job's state, not the lock.
+remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
+queue (what a queued run waits for, see yolotui.runs.queue) and slurm (job_id, restarts, nodes) for a run
+submitted to SLURM, whose liveness is its job's state, not the lock.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ class RunStatus:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     remedies: list[dict[str, Any]] = field(default_factory=list)
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
+    # a queued run's wait (yolotui.runs.queue): spec, reason, since, waiting_on, gpus, claimed, started
+    queue: dict[str, Any] | None = None
     slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/runs/slurm.py)
 
     @classmethod
