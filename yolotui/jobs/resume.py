@@ -103,6 +103,15 @@ def resume(request: ResumeRequest) -> StartedRun:
     from yolotui.runs.launcher import refuse_live_slurm_job
 
     refuse_live_slurm_job(run_dir)  # a SLURM run's liveness is its job; before anything in the folder changes
+    if read_backend(run_dir) == "official":  # the official trainer's own --resume semantics (jobs.official)
+        if request.from_ckpt or any(request.layout.values() if request.layout else ()):
+            raise UserError("an official run resumes from its weights/last.pt with the official --resume; "
+                            "--from and the process-layout flags do not apply to it")
+        if request.slurm is not None:
+            raise UserError("--slurm does not go with an official-backend run yet; resume it here")
+        from yolotui.jobs.official import resume_official
+
+        return resume_official(run_dir, epochs, batch_size, device, workers)
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
     if _never_started_queued(run_dir):
