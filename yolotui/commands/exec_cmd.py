@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-signal", action="store_true",
                         help="the command writes a checkpoint on SIGUSR1 (enables `yolotui save`)")
     add_json(parser)
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
     parser.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
 
 
@@ -33,11 +36,12 @@ def run(args: argparse.Namespace) -> int:
     """Create the run folder and start the supervised command."""
     import json
 
+    from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.exec_run import ExecRequest, exec_run
 
     result = exec_run(ExecRequest(list(args.cmd_argv), name=args.name, project=args.project,
                                   exist_ok=args.exist_ok, max_restarts=args.max_restarts,
-                                  save_signal=args.save_signal))
+                                  save_signal=args.save_signal, slurm=slurm_options(args)))
     run_dir = result.run_dir
     for line in [f"warning: {w}" for w in result.warnings] + list(result.notes):
         print(line, file=sys.stderr)
@@ -46,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
 
     for line in launch_lines_for(run_dir):  # how it survives logout
         print(line, file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for note in result.notes:
+        print(note, file=sys.stderr)
     print(f"started run {run_dir.name}; follow: yolotui logs {shlex.quote(run_dir.name)} --follow; "
           f"stop: yolotui stop {shlex.quote(run_dir.name)}", file=sys.stderr)
     return 0

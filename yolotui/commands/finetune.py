@@ -40,12 +40,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--python", default=None, help="official backend: the trainer's interpreter")
     add_json(parser)
     add_distributed_flags(parser)
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
 
 
 def run(args: argparse.Namespace) -> int:
     """Build the new run's options from the source run, then launch it like `yolotui train`."""
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
+    from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.finetune import INHERITED, FinetuneRequest, finetune
 
     if getattr(args, "backend", "yolotui") == "official":
@@ -60,5 +64,5 @@ def run(args: argparse.Namespace) -> int:
                                       freeze=args.freeze, name=args.name, project=args.project,
                                       close_mosaic=args.close_mosaic,
                                       options={k: v for k, v in options.items() if v is not None},
-                                      layout=given_layout(args)))
+                                      layout=given_layout(args), slurm=slurm_options(args)))
     return after_launch(result, args.attach, args.json)

@@ -113,6 +113,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     queue.add_argument("--when-free", nargs="?", const="", default=None, metavar="MEM",
                        help="start when the --device GPUs have MEM free (e.g. 20G; none given: no process on "
                             "them) and no other yolotui run holds them")
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
     recovery.add_argument("--restart-backoff", type=float, default=None, metavar="S",
                           help="seconds before the first retry, doubling for crashes and comm errors (default 2)")
     official = parser.add_argument_group("official YOLOv9 trainer (--backend official: other flags go to its script)")
@@ -130,9 +133,16 @@ def run(args: argparse.Namespace) -> int:
     """Validate, create the run folder, launch the trainer detached, print the folder."""
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
+    from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.launch import restart_limit
 
+    slurm = slurm_options(args)
     if getattr(args, "backend", "yolotui") == "official":
+        if slurm is not None:
+            from yolotui.errors import UserError
+
+            raise UserError("--slurm runs yolotui's own trainer (or `yolotui exec --slurm -- python train_dual.py "
+                            "...`); it does not go with --backend official yet")
         return run_official(args)
     given, layout = given_options(args), given_layout(args)
     if args.resume is not False and (args.after or args.after_ok or args.when_free is not None):
@@ -145,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         refuse_unchangeable(given, "cannot be given with --resume: a resumed run keeps its options; only "
                                    "--epochs, --batch-size, --device and --workers may change")
         target = None if args.resume is True else str(args.resume)
-        result = resume(ResumeRequest(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, layout=layout))
+        result = resume(ResumeRequest(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, layout=layout,
+                                      slurm=slurm))
         return after_launch(result, args.attach, args.json)
     from yolotui.jobs.new_run import NewRunRequest, new_run
 
@@ -154,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
 
     queue = QueueRequest(after=args.after, after_ok=args.after_ok, when_free=args.when_free)
     result = new_run(NewRunRequest(given, layout, max_attempts=max_attempts, backoff_s=args.restart_backoff,
-                                   queue=queue if queue.wanted() else None))
+                                   queue=queue if queue.wanted() else None, slurm=slurm))
     return after_launch(result, args.attach, args.json)
 
 

@@ -22,15 +22,18 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yolotui
 from yolotui.errors import UserError
 from yolotui.runs import index, lock, policy, procs
 from yolotui.runs.layout import QUEUED, STOP_REQUEST, SUPERVISOR_LOG
-from yolotui.runs.runconfig import RESERVED_KEYS, write_run_config
+from yolotui.runs.runconfig import RESERVED_KEYS, run_yaml_field, write_run_config
 from yolotui.runs.status import RunStatus, read_status, write_status
 from yolotui.runs.store import check_writable, validate_name
+
+if TYPE_CHECKING:
+    from yolotui.runs.slurm import SlurmOptions
 
 START_TIMEOUT_S = 2.0
 LOCK_FD_FLAG = "--lock-fd"  # tells the supervisor which inherited descriptor holds the run's lock
@@ -89,6 +92,71 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def _clear_requests(run_dir: Path, keep_stop: bool = False) -> None:
+    """Remove stop/save requests left from an earlier life of this folder (`keep_stop`: the stop request was
+    already judged by `drop_stale_stop_request`)."""
+    from yolotui.runs.slurm import SAVE_REQUEST
+
+    for leftover in ((SAVE_REQUEST,) if keep_stop else (STOP_REQUEST, SAVE_REQUEST)):
+        try:
+            (run_dir / leftover).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def refuse_live_slurm_job(run_dir: Path) -> None:
+    """UserError when the folder's run is a SLURM job that is still queued, or running with its supervisor
+    at work (a job whose supervisor has recorded a final state may still be completing: that is no refusal)."""
+    from yolotui.runs.layout import LIVE_STATES
+
+    status = read_status(run_dir)
+    job = (status.slurm or {}).get("job_id") if status is not None and status.slurm else None
+    if not job:
+        return
+    from yolotui.runs import slurm
+
+    info = slurm.job_info(str(job), fresh=True)
+    if info is not None and (info.pending or (info.active and status.state in LIVE_STATES)):
+        raise UserError(f"run {run_dir} is SLURM job {job}, still {info.state.lower()}: stop it first "
+                        f"(yolotui stop {run_dir.name}) or use another name")
+
+
+def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: SlurmOptions) -> RunStatus:
+    """Write run.yaml, a queued status.json and RUN/slurm.sh, then `sbatch` it (yolotui/runs/slurm.py).
+
+    Checks at submit time whether the run folder is on storage the compute nodes see (run.yaml's
+    `slurm.storage`, and `storage_warning` when not; jobs.results.started reports it). run.yaml's `slurm`
+    records the options, the job ids (one more per resubmission) and the submit command.
+    """
+    from yolotui.runs import slurm
+
+    note, is_warning = slurm.storage_note(run_dir)
+    config["logout"] = {"applied": "slurm", "note": "runs as a SLURM job: logging out does not end it",
+                        "warning": None}
+    earlier = run_yaml_field(run_dir, "slurm")
+    previous: dict[str, Any] = earlier if isinstance(earlier, dict) else {}  # a resubmission keeps the job ids
+    config["slurm"] = {"options": options.to_record(), "job_ids": list(previous.get("job_ids") or []),
+                       "submit_command": None, "script": slurm.SCRIPT, "storage": note,
+                       "storage_warning": bool(is_warning)}
+    write_run_config(run_dir, config)
+    _clear_requests(run_dir)
+    argv = [str(a) for a in config["command"]]
+    status = RunStatus(name=config["name"], run_dir=str(run_dir), state=QUEUED,
+                       max_attempts=int(config["restart"]["max_attempts"]), command=argv,
+                       backend=config["backend"], device=config.get("device"), slurm={"job_id": None})
+    write_status(run_dir, status)
+    slurm.write_script(run_dir, options, config["name"], pythonpath=str(package_root()))
+    job_id, submit_argv = slurm.submit(run_dir)
+    config["slurm"]["job_ids"].append(job_id)
+    config["slurm"]["submit_command"] = submit_argv
+    write_run_config(run_dir, config)
+    status.slurm = {"job_id": job_id, "restarts": 0, "submitted": time.time()}
+    status.message = f"submitted as SLURM job {job_id}"
+    write_status(run_dir, status)
+    index.add(run_dir, config["name"])
+    return status
+
+
 def launch(
     run_dir: Path,
     command: Sequence[str],
@@ -103,6 +171,7 @@ def launch(
     cwd: Path | None = None,
     restart: dict[str, Any] | None = None,
     queue: dict[str, Any] | None = None,
+    slurm: SlurmOptions | None = None,
     lock_fd: int | None = None,
     checkpoint_hint: int | None = None,
 ) -> RunStatus:
@@ -112,6 +181,8 @@ def launch(
     `save_signal`, a backend's resolved options); `cwd` is the command's working folder (default: ours);
     `restart` adds restart settings (e.g. `min_batch`, `collective_timeout_s`, `backoff_max_s`; see remedies).
     `queue` (yolotui.runs.queue.make_spec) makes the supervisor wait in state `queued` before attempt 1.
+    `slurm` (yolotui.runs.slurm.SlurmOptions) submits the supervisor as a SLURM job instead of starting it
+    here (see `submit_to_slurm`); SLURM does the queueing then, so it does not go with `queue`.
     Raises UserError for an unwritable folder, a bad name, a missing program, too little disk space or a run
     that is still live, always before anything detaches.
 
@@ -125,7 +196,7 @@ def launch(
     try:
         return _launch(run_dir, command, name=name, backend=backend, device=device, max_attempts=max_attempts,
                        env=env, extra=extra, backoff_s=backoff_s, cwd=cwd, restart=restart, lock_fd=lock_fd,
-                       checkpoint_hint=checkpoint_hint, queue=queue)
+                       checkpoint_hint=checkpoint_hint, queue=queue, slurm=slurm)
     finally:
         lock.release(lock_fd)
 
@@ -133,11 +204,19 @@ def launch(
 def _launch(run_dir: Path, command: Sequence[str], *, name: str, backend: str, device: str | None,
             max_attempts: int, env: dict[str, str] | None, extra: dict[str, Any] | None, backoff_s: float,
             cwd: Path | None, restart: dict[str, Any] | None, lock_fd: int | None,
-            checkpoint_hint: int | None, queue: dict[str, Any] | None = None) -> RunStatus:
+            checkpoint_hint: int | None, queue: dict[str, Any] | None = None,
+            slurm: SlurmOptions | None = None) -> RunStatus:
     """launch() with the caller's lock descriptor (closed by launch(), whatever happens here)."""
     run_dir = Path(run_dir).resolve()
     validate_name(name)
     index.check_home()
+    if slurm is not None:
+        from yolotui.runs.slurm import require_sbatch
+
+        if queue:
+            raise UserError("--slurm runs the job through SLURM's own queue: leave out yolotui's queue options "
+                            "(--after, --when-free) or --slurm")
+        require_sbatch()
     check_writable(run_dir.parent)
     if run_dir.exists():
         check_writable(run_dir)
@@ -162,7 +241,7 @@ def _launch(run_dir: Path, command: Sequence[str], *, name: str, backend: str, d
     try:
         return _start(run_dir, argv, lock_fd, name=name, backend=backend, device=device,
                       max_attempts=max_attempts, env=env, extra=extra, backoff_s=backoff_s, workdir=workdir,
-                      restart=restart, checkpoint_hint=checkpoint_hint, queue=queue)
+                      restart=restart, checkpoint_hint=checkpoint_hint, queue=queue, slurm=slurm)
     finally:
         lock.release(own_fd)
 
@@ -170,7 +249,7 @@ def _launch(run_dir: Path, command: Sequence[str], *, name: str, backend: str, d
 def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: str, device: str | None,
            max_attempts: int, env: dict[str, str], extra: dict[str, Any], backoff_s: float, workdir: Path,
            restart: dict[str, Any] | None, checkpoint_hint: int | None,
-           queue: dict[str, Any] | None = None) -> RunStatus:
+           queue: dict[str, Any] | None = None, slurm: SlurmOptions | None = None) -> RunStatus:
     """Write run.yaml and status.json and start the supervisor, the run's lock held in `lock_fd`."""
     from yolotui.runs import diskspace
     from yolotui.runs.manifest import reconcile_run
@@ -179,6 +258,12 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
     diskspace.check_room(run_dir, checkpoint_hint)
     reconcile_run(run_dir)  # the run is ours now: put last.pt and its manifest back in step before resuming
     launch_started = procs.start_time(os.getpid()) or time.time()
+    refuse_live_slurm_job(run_dir)
+    if slurm is not None and (slurm.nodes or 1) > 1:
+        from yolotui.runs.slurm import multi_node_command
+
+        argv = multi_node_command(argv, (extra.get("distributed") or {}).get("nproc_per_node")
+                                  if isinstance(extra.get("distributed"), dict) else None)
 
     config: dict[str, Any] = {
         "name": name,
@@ -192,12 +277,15 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
         "created": time.time(),
         **extra,
     }
+    if slurm is not None:
+        return submit_to_slurm(run_dir, config, slurm)
     if queue:
         config["queue"] = dict(queue)
     start_argv, logout_record = session_guard(supervisor_argv(run_dir), run_dir, name)
     config["logout"] = logout_record  # how the supervisor survives logout, for the launch output and doctor
     write_run_config(run_dir, config)
     drop_stale_stop_request(run_dir, launch_started)
+    _clear_requests(run_dir, keep_stop=True)
     status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
                        command=argv, backend=backend, device=device)
     if queue:
