@@ -194,11 +194,16 @@ def _withdraw_request(run_dir: Path) -> None:
             pass
 
 
-def _wait_for_startup(run_dir: Path, seconds: float = STARTUP_WAIT_S) -> bool:
-    """True when the run's lock becomes held within `seconds` (a launch or resume was starting)."""
+def _wait_for_startup(run_dir: Path, seconds: float = STARTUP_WAIT_S, status: RunStatus | None = None) -> bool:
+    """True when a new owner takes the run's lock within `seconds` (a launch or resume was starting).
+
+    The supervisor that recorded the run's end may hold the lock a moment longer while it exits: that is no
+    start-up.
+    """
+    ended_by = status.supervisor_pid if status is not None else None
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if lock.is_held(run_dir):
+        if lock.is_held(run_dir) and (ended_by is None or lock.owner_pid(run_dir) != ended_by):
             return True
         time.sleep(0.02)
     return False
@@ -226,7 +231,7 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
         # A launch or resume may be starting right now (issue 14, item 3): the request is honoured by a start-up
         # that began before it, and we wait a moment for that start-up to take the lock.
         request_stop(run_dir, force, grace_s)
-        if not _wait_for_startup(run_dir, STARTUP_WAIT_S if wait else 0.0):
+        if not _wait_for_startup(run_dir, STARTUP_WAIT_S if wait else 0.0, status):
             _withdraw_request(run_dir)
             return StopResult(str(run_dir), name, was_running=False, state=state,
                               message=f"run {name} is not running ({state}); nothing to stop")

@@ -105,15 +105,17 @@ def settings_defaults() -> dict[str, Any]:
     if len(data) > SETTINGS_MAX_BYTES:
         raise UserError(f"{path}: larger than {SETTINGS_MAX_BYTES // 1024} KiB; is it the right file?")
     if b"&" in data and b"*" in data:
-        # yaml.safe_load follows aliases; a settings file has no need of them (and they can explode)
+        # a settings file has no need of aliases (and they can explode): refused outright
         try:
             events = list(yaml.parse(data.decode("utf-8", errors="replace")))
         except yaml.YAMLError:
             events = []
         if any(isinstance(event, yaml.AliasEvent) for event in events):
             raise UserError(f"{path}: YAML aliases (*name) are not allowed in settings; write the values out")
+    from yolotui import safe_yaml
+
     try:
-        settings = yaml.safe_load(data.decode("utf-8", errors="replace"))
+        settings = safe_yaml.load_text(data.decode("utf-8", errors="replace"), str(path))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
