@@ -47,6 +47,7 @@ class TrainerCounter:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = str(run_dir)
         self.most = 0
+        self.seen: list = []  # the trainers seen when `most` was reached (pid, argv, parent), for the message
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -62,7 +63,10 @@ class TrainerCounter:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.most = max(self.most, len(self.trainers()))
+            found = self.trainers()
+            if len(found) > self.most:
+                self.most = len(found)
+                self.seen = [(pid, procs.cmdline(pid), procs.parent_pid(pid)) for pid in found]
             time.sleep(0.02)
 
     def __enter__(self) -> TrainerCounter:
@@ -204,7 +208,7 @@ def chaos(tmp_path: Path, cli_env: dict[str, str], rounds: int, seed: int) -> No
             if mode == "both":
                 reconcile_run(run_dir)  # nobody of the run survived: what the next launch does first
             _check_checkpoint(run_dir)
-            assert counter.most <= 1, f"round {round_no} ({mode}): two trainers ran in one run folder"
+            assert counter.most <= 1, f"round {round_no} ({mode}): two trainers ran in one run folder: {counter.seen}"
         # Finally, let it finish undisturbed.
         for _ in range(5):
             if effective_state(run_dir) == "finished":
