@@ -45,6 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=2, help="data loader workers")
     parser.add_argument("--single-cls", action="store_true",
                         help="treat every label as class 0 (for a model trained with --single-cls)")
+    parser.add_argument("--single-label", action="store_true",
+                        help="keep only each box's best class in NMS (the official validator keeps every class "
+                             "above --conf)")
+    parser.add_argument("--coco-metrics", action="store_true",
+                        help="score as pycocotools does instead of as the official val.py (slightly different "
+                             "matching and AP integration)")
     parser.add_argument("--save-json", action="store_true",
                         help="write COCO predictions.json and ground-truth.json into the run folder")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
@@ -169,11 +175,14 @@ def run(args: argparse.Namespace) -> int:
     pairs = report.usable
     if args.single_cls:
         pairs = [(path, _as_single_class(labels)) for path, labels in pairs]
-    dataset = YoloDataset(pairs, imgsz=imgsz, augment=False, stride=stride)
+    # rectangular batches with half a stride of margin, as the official val.py / val_dual.py
+    dataset = YoloDataset(pairs, imgsz=imgsz, augment=False, stride=stride, rect=True,
+                          batch_size=args.batch_size, pad=0.5, shapes=report.shapes)
     loader = build_loader(dataset, batch_size=args.batch_size, workers=args.workers, shuffle=False)
     folder = _run_folder(args) if args.save_json else None
     result = validate(model, loader, device, nc, names, save_json_dir=folder, conf=args.conf, iou=args.iou,
-                      max_det=args.max_det, progress=_progress_printer(not args.json and sys.stderr.isatty()))
+                      max_det=args.max_det, progress=_progress_printer(not args.json and sys.stderr.isatty()),
+                      single_label=args.single_label, coco_metrics=args.coco_metrics)
 
     if args.json:
         payload = {"weights": str(weights), "data": str(data.yaml_path), "task": args.task, "imgsz": imgsz,

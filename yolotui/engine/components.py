@@ -29,6 +29,7 @@ class DataInfo:
     names: list[str]
     train: list[tuple[str, np.ndarray]]
     val: list[tuple[str, np.ndarray]]
+    val_shapes: list[tuple[int, int]] | None = None  # (h, w) of each val image, for rectangular batches
 
 
 def build_model(cfg: str | Path | dict, nc: int | None) -> nn.Module:
@@ -36,6 +37,20 @@ def build_model(cfg: str | Path | dict, nc: int | None) -> nn.Module:
     from yolotui.engine.model import build_model as _build
 
     return _build(cfg, nc=nc)
+
+
+def training_memory_format(device: torch.device) -> torch.memory_format:
+    """The memory format the trainer keeps the model and its input batches in: channels_last everywhere.
+
+    On CUDA it feeds cuDNN's NHWC kernels (and tensor cores under AMP); on the CPU oneDNN's convolutions run
+    natively in NHWC too, which saves a layout reorder around every convolution (about 10 % of a step).
+    """
+    return torch.channels_last
+
+
+def prepare_for_training(model: nn.Module, device: torch.device) -> nn.Module:
+    """`model` on `device` in the training memory format (the same model object)."""
+    return model.to(device).to(memory_format=training_memory_format(torch.device(device)))
 
 
 def load_weights_source(path: str | Path) -> dict[str, Any]:
@@ -62,6 +77,7 @@ def load_data(opt: dict[str, Any]) -> DataInfo:
     nc = 1 if single else int(config.nc)
     names = ["item"] if single and len(config.names) != 1 else list(config.names)
     splits = {}
+    val_shapes = None
     for split in ("train", "val"):
         report = check_labels(list_images(config.split(split)), int(config.nc),
                               min_items=int(opt.get("min_items", 0)) if split == "train" else 0)
@@ -70,7 +86,9 @@ def load_data(opt: dict[str, Any]) -> DataInfo:
         if single:
             pairs = [(path, _single_class(labels)) for path, labels in pairs]
         splits[split] = pairs
-    return DataInfo(str(config.yaml_path), nc, names, splits["train"], splits["val"])
+        if split == "val" and len(report.shapes) == len(pairs):
+            val_shapes = list(report.shapes)
+    return DataInfo(str(config.yaml_path), nc, names, splits["train"], splits["val"], val_shapes)
 
 
 def _single_class(labels: np.ndarray) -> np.ndarray:
@@ -80,14 +98,16 @@ def _single_class(labels: np.ndarray) -> np.ndarray:
 
 
 def build_datasets(data: DataInfo, opt: dict[str, Any], hyp: dict[str, Any], batch_size: int) -> tuple[Any, Any]:
-    """(augmenting training dataset, validation loader at twice the batch)."""
+    """(augmenting training dataset, validation loader at twice the batch, in the official rectangular
+    batches with half a stride of margin)."""
     from yolotui.engine.data.dataset import YoloDataset
     from yolotui.engine.data.loader import build_loader
 
     cache = opt.get("cache") if opt.get("cache") in ("ram",) else None
     imgsz, seed = int(opt["imgsz"]), int(opt.get("seed", 0))
     train_set = YoloDataset(data.train, imgsz=imgsz, augment=True, hyp=hyp, seed=seed, cache=cache)
-    val_set = YoloDataset(data.val, imgsz=imgsz, augment=False, hyp=hyp, seed=seed, cache=cache)
+    val_set = YoloDataset(data.val, imgsz=imgsz, augment=False, hyp=hyp, seed=seed, cache=cache, rect=True,
+                          batch_size=batch_size * 2, pad=0.5, shapes=getattr(data, "val_shapes", None))
     val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=min(int(opt.get("workers", 0)), 2),
                               shuffle=False, seed=seed)
     return train_set, shield_workers(val_loader)

@@ -205,9 +205,7 @@ class Trainer:
                 self.frozen += 1
         if self.frozen:
             self._log(f"Froze {self.frozen} parameter tensors ({len(prefixes)} layers)")
-        self.model = model.to(self.device)
-        if self.cuda:
-            self.model = self.model.to(memory_format=torch.channels_last)
+        self.model = components.prepare_for_training(model, self.device)
         if self.dist.distributed:
             from torch.nn.parallel import DistributedDataParallel
 
@@ -363,8 +361,7 @@ class Trainer:
 
     def _train_step(self, batch: dict[str, Any], ni: int) -> torch.Tensor:
         imgs = batch["img"].to(self.device, non_blocking=True).float() / 255
-        if self.cuda:
-            imgs = imgs.contiguous(memory_format=torch.channels_last)
+        imgs = imgs.contiguous(memory_format=components.training_memory_format(self.device))
         targets = batch["targets"].to(self.device)
         self.faults.before_step()
         with torch.autocast(device_type=self.device.type, enabled=self.cuda):
