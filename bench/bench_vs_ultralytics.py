@@ -78,8 +78,8 @@ def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int) -> float:
     """Images/s of forward + loss + backward + SGD step of a yolotui model, prepared as the trainer does."""
     import torch
 
-    from yolotui.configs import resolve_hyp
     from yolotui.config import load_hyp
+    from yolotui.configs import resolve_hyp
     from yolotui.engine import components
     from yolotui.engine.optim import build_optimizer
 
@@ -201,9 +201,9 @@ def main() -> int:
     except ImportError:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
+    import bench_train_speed as loop_bench
     import torch
 
-    import bench_train_speed as loop_bench
     from yolotui.datasets import make_demo_dataset
 
     loop_bench.IMG, loop_bench.BATCH = args.imgsz, args.batch

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.engine.weights import load_model_for_eval
 
     device = select_device(args.device)
-    model, info = load_model_for_eval(weights, device)
+    model, info = load_model_for_eval(weights, device, fuse=True)  # fused, as the official val.py
     nc = 1 if args.single_cls else data.nc
     names = (["item"] if len(data.names) != 1 else list(data.names)) if args.single_cls else list(data.names)
     if info["nc"] != nc:

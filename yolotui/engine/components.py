@@ -101,14 +101,15 @@ def build_datasets(data: DataInfo, opt: dict[str, Any], hyp: dict[str, Any], bat
     """(augmenting training dataset, validation loader at twice the batch, in the official rectangular
     batches with half a stride of margin)."""
     from yolotui.engine.data.dataset import YoloDataset
-    from yolotui.engine.data.loader import build_loader
+    from yolotui.engine.data.loader import build_loader, default_workers
 
     cache = opt.get("cache") if opt.get("cache") in ("ram",) else None
     imgsz, seed = int(opt["imgsz"]), int(opt.get("seed", 0))
     train_set = YoloDataset(data.train, imgsz=imgsz, augment=True, hyp=hyp, seed=seed, cache=cache)
     val_set = YoloDataset(data.val, imgsz=imgsz, augment=False, hyp=hyp, seed=seed, cache=cache, rect=True,
                           batch_size=batch_size * 2, pad=0.5, shapes=getattr(data, "val_shapes", None))
-    val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=min(int(opt.get("workers", 0)), 2),
+    workers = min(default_workers(int(opt.get("workers", 0))), 2)
+    val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=workers,
                               shuffle=False, seed=seed)
     return train_set, shield_workers(val_loader)
 
@@ -122,9 +123,10 @@ def epoch_loader(train_set: Any, opt: dict[str, Any], batch_size: int, epoch: in
                  mosaic: bool, rank: int = 0, world_size: int = 1) -> Any:
     """The training batches of `epoch` from batch `start_batch` on; order and augmentation depend only on
     (seed, epoch, index)."""
-    from yolotui.engine.data.loader import build_loader, set_loader_epoch
+    from yolotui.engine.data.loader import build_loader, default_workers, set_loader_epoch
 
-    loader = build_loader(train_set, batch_size=batch_size, workers=int(opt.get("workers", 0)), shuffle=True,
+    workers = default_workers(int(opt.get("workers", 0)), world_size)  # never more than the CPUs per rank
+    loader = build_loader(train_set, batch_size=batch_size, workers=workers, shuffle=True,
                           seed=int(opt.get("seed", 0)), start_batch=start_batch, epoch=epoch, rank=rank,
                           world_size=world_size)
     set_loader_epoch(loader, epoch, mosaic)

@@ -57,8 +57,12 @@ def _names_of(ckpt: dict, nc: int) -> list[str]:
     return [str(i) for i in range(nc)]
 
 
-def load_model_for_eval(path: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
+def load_model_for_eval(path: str | Path, device: str | torch.device = "cpu",
+                        fuse: bool = False) -> tuple[nn.Module, dict]:
     """Build the model stored in a yolotui checkpoint, load its EMA (else raw) weights, eval mode, on `device`.
+
+    With `fuse` every BatchNorm is folded into its convolution (and RepConvN re-parameterised), as the
+    official loader does before validating: faster, and the same outputs to float rounding.
 
     Returns `(model, info)`; info holds path, nc, names, epoch, epochs, weights ('ema' or 'model'),
     best_fitness and the checkpoint's hyp/opt dicts (empty when absent).
@@ -78,6 +82,10 @@ def load_model_for_eval(path: str | Path, device: str | torch.device = "cpu") ->
         raise UserError(f"--weights {path}: its weights do not fit the model it describes "
                         f"({str(exc).splitlines()[0][:160]})") from None
     model = model.float().to(torch.device(device)).eval()
+    if fuse:
+        from yolotui.engine.model.convert import fuse as fuse_layers
+
+        model = fuse_layers(model).eval()
     nc = int(getattr(model, "nc", nc))
     info = {
         "path": str(path),
