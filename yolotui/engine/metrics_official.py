@@ -1,8 +1,8 @@
 """Detection metrics as the official YOLOv9 validator computes them (val.py / val_dual.py, utils/metrics.py).
 
 The same figures the official validator prints, so a yolotui validation and an official one of the same
-predictions agree: matching per image and IoU threshold pairs ground truth and detections by IoU (best IoU
-first, each detection and each ground-truth box used once; IoU in float32 as torch computes it); AP is the
+predictions agree: matching per image and IoU threshold pairs ground truth and detections (each detection's best-IoU
+label, then each label's most confident detection; each used once; IoU in float32 as torch computes it); AP is the
 area (trapezoid rule over 101 recall points) under the precision envelope; P and R are read at the
 confidence where the class-mean F1, lightly smoothed, is highest; nothing counts when no detection is a
 true positive at IoU 0.5. They differ slightly from pycocotools (metrics.DetectionMetrics), which matches
@@ -36,7 +36,8 @@ def match_official(detections: torch.Tensor, labels: torch.Tensor, iou_threshold
     """`correct [N, T]`: whether each detection (xyxy, conf, cls) is a true positive at each IoU threshold.
 
     For each threshold, candidate (label, detection) pairs of the same class with IoU at or above it are
-    taken best IoU first; a detection keeps its best pair, then each label its first remaining pair.
+    ranked best IoU first; each detection keeps its best pair, then each label the remaining pair of the
+    first detection in input order (NMS order: the most confident), exactly as the official process_batch.
     """
     correct = np.zeros((detections.shape[0], iou_thresholds.shape[0]), dtype=bool)
     iou = box_iou_official(labels[:, 1:], detections[:, :4])
