@@ -7,7 +7,7 @@ round's ratio is printed (run it on a quiet machine: other load skews whichever 
 - whole loop: each real trainer (data loading and augmentation, forward, loss and assignment, backward,
   optimizer, EMA), timed between the end of batch `--skip` and the last of `--batches` (bench_train_speed.py);
 - model step: forward + loss + backward + SGD step on one fixed batch, each model prepared as its trainer
-  prepares it (yolotui: memory format from yolotui.engine.components.training_memory_format);
+  prepares it (yolotui: yolotui.engine.memory_format);
 - validation: each validator over the generated val split with the same model weights state (fresh
   random init, so NMS sees many boxes on both sides), conf 0.001, IoU 0.7, multi-label.
 
@@ -57,8 +57,8 @@ INSTALL_HINT = ("ultralytics is not importable. Install it for this bench only (
 
 def _fixed_batch(data_yaml: Path, imgsz: int, batch: int):
     """One augmented training batch (dict: img uint8 [B,3,S,S], targets [N,6]) from yolotui's loader."""
-    from yolotui.engine.components import load_data
     from yolotui.engine.data import YoloDataset, build_loader
+    from yolotui.engine.data.pipeline import load_data
 
     data = load_data({"data": str(data_yaml)})
     dataset = YoloDataset(data.train, imgsz=imgsz, augment=True, seed=0)
@@ -80,15 +80,17 @@ def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int) -> float:
 
     from yolotui.config import load_hyp
     from yolotui.configs import resolve_hyp
-    from yolotui.engine import components
+    from yolotui.engine.loss import loss_for_model
+    from yolotui.engine.memory_format import prepare_for_training, training_memory_format
+    from yolotui.engine.model import build_model
     from yolotui.engine.optim import build_optimizer
 
     torch.manual_seed(0)
     device = torch.device("cpu")
-    model = components.prepare_for_training(components.build_model(cfg, nc=nc), device).train()
-    loss_fn = components.build_loss(model, load_hyp(resolve_hyp(None)), 0.0)
+    model = prepare_for_training(build_model(cfg, nc=nc), device).train()
+    loss_fn = loss_for_model(model, load_hyp(resolve_hyp(None)), 0.0)
     optimizer = build_optimizer(model, "SGD", 0.01, 0.937, 5e-4)
-    memory_format = components.training_memory_format(device)
+    memory_format = training_memory_format(device)
     imgs = (batch["img"].float() / 255).contiguous(memory_format=memory_format)
     targets = batch["targets"]
 
@@ -130,13 +132,14 @@ def yolotui_val_rate(cfg: str, data_yaml: Path, imgsz: int, batch: int) -> float
     """Images/s of yolotui's validation (loader in rectangular batches, model, NMS, metrics)."""
     import torch
 
-    from yolotui.engine import components
     from yolotui.engine.data import YoloDataset, build_loader
+    from yolotui.engine.data.pipeline import load_data
+    from yolotui.engine.model import build_model
     from yolotui.engine.validate import validate
 
     torch.manual_seed(0)
-    data = components.load_data({"data": str(data_yaml)})
-    model = components.build_model(cfg, nc=data.nc)
+    data = load_data({"data": str(data_yaml)})
+    model = build_model(cfg, nc=data.nc)
     start = time.perf_counter()
     dataset = YoloDataset(data.val, imgsz=imgsz, augment=False, rect=True, batch_size=batch, shapes=data.val_shapes)
     loader = build_loader(dataset, batch_size=batch, workers=0, shuffle=False)

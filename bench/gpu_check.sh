@@ -25,7 +25,9 @@ import os, sys, time
 import torch
 from yolotui.config import load_hyp
 from yolotui.configs import resolve_hyp
-from yolotui.engine import components
+from yolotui.engine.loss import loss_for_model
+from yolotui.engine.memory_format import prepare_for_training, training_memory_format
+from yolotui.engine.model import build_model
 
 assert torch.cuda.is_available(), "torch sees no CUDA device"
 dev = torch.device("cuda:0")
@@ -40,8 +42,8 @@ def rate(amp: bool, channels_last: bool, benchmark: bool) -> tuple[float, float]
     torch.backends.cudnn.benchmark = benchmark
     torch.manual_seed(0)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
-    model = components.build_model("gelan-t", nc=5).to(dev).to(memory_format=fmt).train()
-    loss_fn = components.build_loss(model, hyp, 0.0)
+    model = build_model("gelan-t", nc=5).to(dev).to(memory_format=fmt).train()
+    loss_fn = loss_for_model(model, hyp, 0.0)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True)
     scaler = torch.amp.GradScaler("cuda", enabled=amp)
     x = imgs.to(dev).contiguous(memory_format=fmt)
@@ -67,7 +69,7 @@ print(f"AMP: fp32 {fp32:.1f} img/s, AMP {amp:.1f} img/s ({amp / fp32:.2f}x), las
 contiguous = rate(True, False, True)[0]
 print(f"channels_last: contiguous {contiguous:.1f} img/s, channels_last {amp:.1f} img/s ({amp / contiguous:.2f}x)")
 torch.manual_seed(0)
-model = components.build_model("gelan-t", nc=5).to(dev).eval()
+model = build_model("gelan-t", nc=5).to(dev).eval()
 with torch.no_grad():
     a = model(imgs[:2].to(dev))[0]
     b = model.to(memory_format=torch.channels_last)(imgs[:2].to(dev).contiguous(memory_format=torch.channels_last))[0]

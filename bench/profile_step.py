@@ -34,15 +34,17 @@ def main() -> int:
 
     from yolotui.config import load_hyp
     from yolotui.configs import resolve_hyp
-    from yolotui.engine import components
+    from yolotui.engine.loss import loss_for_model
+    from yolotui.engine.memory_format import prepare_for_training, training_memory_format
+    from yolotui.engine.model import build_model
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     device = torch.device(args.device)
-    model = components.prepare_for_training(components.build_model(args.cfg, nc=5), device).train()
-    fmt = torch.contiguous_format if args.contiguous else components.training_memory_format(device)
+    model = prepare_for_training(build_model(args.cfg, nc=5), device).train()
+    fmt = torch.contiguous_format if args.contiguous else training_memory_format(device)
     model = model.to(memory_format=fmt)
-    loss_fn = components.build_loss(model, load_hyp(resolve_hyp(None)), 0.0)
+    loss_fn = loss_for_model(model, load_hyp(resolve_hyp(None)), 0.0)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True)
     g = torch.Generator().manual_seed(0)
     imgs = torch.rand(args.batch, 3, args.imgsz, args.imgsz, generator=g).to(device).contiguous(memory_format=fmt)

@@ -1,10 +1,11 @@
-"""Validation: run a model over a loader, apply NMS, and score it as COCO does (see metrics.py).
+"""Validation: run a model over a loader, apply NMS, and score it as the official validator does.
 
 The pipeline is the official validator's (val.py / val_dual.py): multi-label NMS (every class above `conf`
-per box; `single_label=True` keeps only each box's best class), and boxes compared in original-image
-pixels, predictions and ground truth both mapped back through each image's letterbox (`ratio_pad` from
-the loader) with one gain for both axes, the height's, as the official scale_boxes does. Give it a loader
-over a `YoloDataset(rect=True)` to get the official rectangular batches. With `loss_fn` the validation losses (box, cls, dfl)
+per box; `single_label=True` keeps only each box's best class), boxes compared in original-image pixels
+(predictions and ground truth both mapped back through each image's letterbox, `ratio_pad` from the loader,
+with one gain for both axes, the height's, as the official scale_boxes does), and the official matching and
+AP (metrics_official; `coco_metrics=True` for pycocotools' maths, metrics.py). Give it a loader over a
+`YoloDataset(rect=True)` for the official rectangular batches. With `loss_fn` the validation losses (box, cls, dfl)
 are averaged over batches; with `save_json_dir` the COCO files predictions.json and ground-truth.json are
 written there, ready for pycocotools.
 """
@@ -150,3 +151,11 @@ def validate(model: nn.Module, loader, device, nc: int, names, loss_fn=None,
                      images=summary["images"], instances=summary["instances"], fitness=summary["fitness"],
                      best_conf=summary["best_conf"], predictions_json=predictions_json,
                      ground_truth_json=ground_truth_json)
+
+
+def validation_metrics(model: nn.Module, loader, device, nc: int, names, loss_fn) -> dict:
+    """`validate` as the trainer records it: {P, R, mAP50, mAP50-95, losses [box, cls, dfl], per_class}."""
+    result = validate(model, loader, device, nc, names, loss_fn=loss_fn)
+    losses = [float(v) for v in result.losses] if result.losses is not None else [0.0, 0.0, 0.0]
+    return {"P": float(result.precision), "R": float(result.recall), "mAP50": float(result.map50),
+            "mAP50-95": float(result.map), "losses": losses, "per_class": result.per_class}

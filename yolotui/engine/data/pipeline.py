@@ -1,7 +1,7 @@
-"""The trainer's seams to the model, data, loss and validation packages, in one place.
+"""The trainer's data: a checked data.yaml's splits, the datasets, and each epoch's loader.
 
-Each function adapts one sibling package's API (see /work/interfaces.md) to what the training loop needs, so
-the loop itself reads as the method and a change in a sibling's signature touches one function here.
+Order and augmentation depend only on (seed, epoch, sample index), so a resumed epoch continues exactly; the
+loader's worker processes ignore the stop/save signals the trainer handles itself.
 """
 
 from __future__ import annotations
@@ -10,14 +10,9 @@ import functools
 import math
 import signal
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
-
-from yolotui.errors import UserError
 
 
 @dataclass
@@ -30,42 +25,6 @@ class DataInfo:
     train: list[tuple[str, np.ndarray]]
     val: list[tuple[str, np.ndarray]]
     val_shapes: list[tuple[int, int]] | None = None  # (h, w) of each val image, for rectangular batches
-
-
-def build_model(cfg: str | Path | dict, nc: int | None) -> nn.Module:
-    """A YoloModel from a YAML path, a shipped name or a yaml dict."""
-    from yolotui.engine.model import build_model as _build
-
-    return _build(cfg, nc=nc)
-
-
-def training_memory_format(device: torch.device) -> torch.memory_format:
-    """The memory format the trainer keeps the model and its input batches in: channels_last everywhere.
-
-    On CUDA it feeds cuDNN's NHWC kernels (and tensor cores under AMP); on the CPU oneDNN's convolutions run
-    natively in NHWC too, which saves a layout reorder around every convolution (about 10 % of a step).
-    """
-    return torch.channels_last
-
-
-def prepare_for_training(model: nn.Module, device: torch.device) -> nn.Module:
-    """`model` on `device` in the training memory format (the same model object)."""
-    return model.to(device).to(memory_format=training_memory_format(torch.device(device)))
-
-
-def load_weights_source(path: str | Path) -> dict[str, Any]:
-    """A --weights file as a dict with model_yaml, nc, names, ema/model state dicts (yolotui or official)."""
-    from yolotui.engine.official import load_weights_source as _load
-
-    return _load(path)
-
-
-def build_loss(model: nn.Module, hyp: dict[str, Any], label_smoothing: float) -> Any:
-    """The YOLOv9 loss for `model`'s head."""
-    from yolotui.engine.loss import YoloLoss
-
-    return YoloLoss(int(model.nc), model.stride, reg_max=int(getattr(model, "reg_max", 16)), hyp=hyp,
-                    label_smoothing=label_smoothing)
 
 
 def load_data(opt: dict[str, Any]) -> DataInfo:
@@ -107,10 +66,9 @@ def build_datasets(data: DataInfo, opt: dict[str, Any], hyp: dict[str, Any], bat
     imgsz, seed = int(opt["imgsz"]), int(opt.get("seed", 0))
     train_set = YoloDataset(data.train, imgsz=imgsz, augment=True, hyp=hyp, seed=seed, cache=cache)
     val_set = YoloDataset(data.val, imgsz=imgsz, augment=False, hyp=hyp, seed=seed, cache=cache, rect=True,
-                          batch_size=batch_size * 2, pad=0.5, shapes=getattr(data, "val_shapes", None))
+                          batch_size=batch_size * 2, pad=0.5, shapes=data.val_shapes)
     workers = min(default_workers(int(opt.get("workers", 0))), 2)
-    val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=workers,
-                              shuffle=False, seed=seed)
+    val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=workers, shuffle=False, seed=seed)
     return train_set, shield_workers(val_loader)
 
 
@@ -149,25 +107,3 @@ def _shielded_init(original: Any, worker_id: int) -> None:
         signal.signal(signum, signal.SIG_IGN)
     if original is not None:
         original(worker_id)
-
-
-def run_validation(model: nn.Module, loader: Any, device: torch.device, nc: int, names: list[str],
-                   loss_fn: Any) -> dict[str, Any]:
-    """Validate `model`: {P, R, mAP50, mAP50-95, losses [box, cls, dfl], per_class}."""
-    from yolotui.engine.validate import validate
-
-    result = validate(model, loader, device, nc, names, loss_fn=loss_fn)
-    losses = getattr(result, "losses", None)
-    if losses is None:
-        losses = [getattr(result, f"{k}_loss", 0.0) for k in ("box", "cls", "dfl")]
-    losses = [float(v) for v in (losses.tolist() if isinstance(losses, torch.Tensor) else losses)]
-    if len(losses) != 3:
-        raise UserError(f"validation returned {len(losses)} loss values; expected box, cls, dfl")
-    return {
-        "P": float(result.precision),
-        "R": float(result.recall),
-        "mAP50": float(result.map50),
-        "mAP50-95": float(result.map),
-        "losses": losses,
-        "per_class": getattr(result, "per_class", None),
-    }
