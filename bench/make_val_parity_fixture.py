@@ -4,14 +4,16 @@ Run by hand (never by the test suite); it needs a copy of the official YOLOv9 re
 import it. Nothing of the official code is written into the fixture: only images, labels, yolotui-format
 weights and the numbers its val.py printed.
 
-    python bench/make_val_parity_fixture.py --demo DEMO_DIR --weights runs/train/fix/weights/best.pt \\
-        --official /tmp/yolov9-copy --official-python /tmp/offvenv/bin/python
+    OMP_NUM_THREADS=1 python bench/make_val_parity_fixture.py --demo DEMO_DIR --overfit 300 \\
+        --official /tmp/yolov9-copy --official-python /tmp/offvenv/bin/python --imgsz 128 --batch 4
 
-DEMO_DIR is a `yolotui demo-data DIR --img 160` folder; the weights a small yolotui model trained on it
-(gelan-t at 160 px for a few epochs is enough for mAP > 0). Steps:
+DEMO_DIR is a `yolotui demo-data DIR --img 160 --seed 3` folder. Steps:
 1. crop the demo val images into rectangles of several aspect ratios (one upscaled, so the loader resizes
    down with INTER_AREA) and re-derive their labels -> tests/fixtures/val_parity/{images,labels};
-2. save the EMA weights as a slim fp16 yolotui checkpoint -> weights.pt;
+2. weights: `--weights` a yolotui checkpoint, or `--overfit N`: gelan-t trained by yolotui's model and loss
+   for N AdamW steps on the crops themselves at 96 px (a few minutes on one CPU thread; the committed fixture
+   used 300), BatchNorm statistics then recomputed for the final weights; saved as a slim fp16 yolotui
+   checkpoint -> weights.pt;
 3. rebuild that model as the official `models.yolo.DetectionModel`, load the state dict strictly, pickle it as
    an official checkpoint in a scratch folder, and score it with the official `val.run` (the same as
    `python val.py --data D --weights W --img IMGSZ --batch BATCH --device cpu`);
@@ -31,7 +33,9 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "val_parity"
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+FIXTURE = ROOT / "tests" / "fixtures" / "val_parity"
 
 # (height, width, upscale) of each crop; sorted into rect batches of different shapes by the loaders
 CROPS = [(160, 120, 1.0), (120, 160, 1.0), (160, 96, 1.0), (100, 160, 1.0), (160, 160, 1.0),
@@ -94,6 +98,45 @@ def crop_images(demo: Path, out: Path) -> None:
         (out / "labels" / f"{name}.txt").write_text("\n".join(rows) + ("\n" if rows else ""))
 
 
+def overfit(out: Path, steps: int, imgsz: int = 96) -> Path:
+    """gelan-t trained `steps` AdamW steps on the fixture crops (no augmentation); a yolotui checkpoint path."""
+    import torch
+
+    from yolotui.config import load_hyp
+    from yolotui.configs import resolve_hyp
+    from yolotui.datasets import check_labels, list_images
+    from yolotui.engine.data import YoloDataset, build_loader
+    from yolotui.engine.loss import loss_for_model
+    from yolotui.engine.model import build_model
+
+    names = ["circle", "square", "triangle", "diamond", "cross"]
+    report = check_labels(list_images([str(out / "images")]), len(names))
+    dataset = YoloDataset(report, imgsz=imgsz, augment=False)
+    batch = next(iter(build_loader(dataset, batch_size=len(dataset), workers=0, shuffle=False)))
+    torch.manual_seed(0)
+    model = build_model("gelan-t", nc=len(names)).train()
+    loss_fn = loss_for_model(model, load_hyp(resolve_hyp(None)), 0.0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.0)
+    imgs = batch["img"].float() / 255
+    for _ in range(steps):
+        loss, _items = loss_fn(model(imgs), batch["targets"])
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    with torch.no_grad():  # BatchNorm statistics of the final weights (running averages lag fast-moving ones)
+        norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+        for m in norms:
+            m.reset_running_stats()
+            m.momentum = None
+        model(imgs)
+        for m in norms:
+            m.momentum = 0.03
+    path = Path(tempfile.mkdtemp()) / "overfit.pt"
+    torch.save({"format": "yolotui-1", "model_yaml": model.yaml, "nc": len(names), "names": names,
+                "epoch": steps, "model": model.state_dict()}, path)
+    return path
+
+
 def save_weights(weights: Path, out: Path) -> dict:
     """A slim fp16 yolotui checkpoint (model_yaml, nc, names, EMA state dict as `model`)."""
     import torch
@@ -120,7 +163,9 @@ def data_yaml(folder: Path, names: list[str], target: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--demo", type=Path, required=True)
-    parser.add_argument("--weights", type=Path, required=True)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--weights", type=Path, help="a yolotui checkpoint of a 5-class demo model")
+    source.add_argument("--overfit", type=int, metavar="STEPS", help="train gelan-t on the crops for STEPS steps")
     parser.add_argument("--official", type=Path, required=True, help="a scratch copy of the official repository")
     parser.add_argument("--official-python", default="/tmp/offvenv/bin/python")
     parser.add_argument("--cfg", default="models/detect/gelan-t.yaml", help="official model yaml (relative)")
@@ -128,7 +173,8 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=4)
     args = parser.parse_args()
     crop_images(args.demo, FIXTURE)
-    slim = save_weights(args.weights, FIXTURE)
+    weights = args.weights if args.weights is not None else overfit(FIXTURE, args.overfit)
+    slim = save_weights(weights, FIXTURE)
     names = list(slim["names"])
     with tempfile.TemporaryDirectory() as scratch:
         scratch_dir = Path(scratch)
