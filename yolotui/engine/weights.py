@@ -57,18 +57,27 @@ def _names_of(ckpt: dict, nc: int) -> list[str]:
     return [str(i) for i in range(nc)]
 
 
+def _build_for(ckpt: dict, model_yaml: dict, nc: int) -> nn.Module:
+    """The empty model a checkpoint's state dict loads into: fused first for an exported (`fused`) one."""
+    from yolotui.engine.model import build_model, fuse
+
+    if not ckpt.get("fused"):
+        return build_model(model_yaml, nc=nc or None)
+    # built on the meta device (no random init), fused into the exported layout, then given storage
+    model = fuse(build_model(model_yaml, nc=nc or None, device="meta"))
+    return model.materialize("cpu")
+
+
 def load_model_for_eval(path: str | Path, device: str | torch.device = "cpu",
                         fuse: bool = False) -> tuple[nn.Module, dict]:
     """Build the model stored in a yolotui checkpoint, load its EMA (else raw) weights, eval mode, on `device`.
 
-    With `fuse` every BatchNorm is folded into its convolution (and RepConvN re-parameterised), as the
+    An exported inference checkpoint (`fused: True`, see yolotui.engine.export) is rebuilt fused. With `fuse`
+    every other model is fused too (BatchNorm folded into its convolution, RepConvN re-parameterised), as the
     official loader does before validating: faster, and the same outputs to float rounding.
-
     Returns `(model, info)`; info holds path, nc, names, epoch, epochs, weights ('ema' or 'model'),
     best_fitness and the checkpoint's hyp/opt dicts (empty when absent).
     """
-    from yolotui.engine.model import build_model
-
     path = Path(path)
     ckpt = read_checkpoint(path)
     model_yaml = ckpt["model_yaml"]
@@ -76,14 +85,14 @@ def load_model_for_eval(path: str | Path, device: str | torch.device = "cpu",
     use_ema = isinstance(ckpt.get("ema"), dict) and len(ckpt["ema"]) > 0
     state = ckpt["ema"] if use_ema else ckpt["model"]
     try:
-        model = build_model(model_yaml, nc=nc or None)
+        model = _build_for(ckpt, model_yaml, nc)
         model.load_state_dict(state, strict=True)
     except (RuntimeError, KeyError, ValueError) as exc:
         raise UserError(f"--weights {path}: its weights do not fit the model it describes "
                         f"({str(exc).splitlines()[0][:160]})") from None
     model = model.float().to(torch.device(device)).eval()
-    if fuse:
-        from yolotui.engine.model.convert import fuse as fuse_layers
+    if fuse and not ckpt.get("fused"):
+        from yolotui.engine.model import fuse as fuse_layers
 
         model = fuse_layers(model).eval()
     nc = int(getattr(model, "nc", nc))

@@ -23,7 +23,8 @@ class ResumeRequest:
     """Resume (or extend) a run. `target`: a run folder or name, or its weights/last.pt; None picks the newest
     interrupted run. None for epochs/batch_size/device/workers keeps the saved value. `layout`: process-layout
     flags that replace the saved ones. `from_ckpt`: a checkpoint of the run (best.pt, epochN.pt) to restore
-    over a damaged last.pt first."""
+    over a damaged last.pt first. `slurm`: SlurmOptions to resume as a SLURM job; None resubmits a run that
+    ran as a SLURM job with its recorded options (and runs any other here)."""
 
     target: str | None = None
     epochs: int | None = None
@@ -32,6 +33,7 @@ class ResumeRequest:
     workers: int | None = None
     layout: dict[str, Any] = field(default_factory=dict)
     from_ckpt: str | None = None
+    slurm: Any | None = None
 
 
 def refuse_unchangeable(given: dict[str, Any], hint: str) -> None:
@@ -98,8 +100,22 @@ def resume(request: ResumeRequest) -> StartedRun:
 
     epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
     run_dir = run_dir_for(request.target)
+    from yolotui.runs.launcher import refuse_live_slurm_job
+
+    refuse_live_slurm_job(run_dir)  # a SLURM run's liveness is its job; before anything in the folder changes
+    if read_backend(run_dir) == "official":  # the official trainer's own --resume semantics (jobs.official)
+        if request.from_ckpt or any(request.layout.values() if request.layout else ()):
+            raise UserError("an official run resumes from its weights/last.pt with the official --resume; "
+                            "--from and the process-layout flags do not apply to it")
+        if request.slurm is not None:
+            raise UserError("--slurm does not go with an official-backend run yet; resume it here")
+        from yolotui.jobs.official import resume_official
+
+        return resume_official(run_dir, epochs, batch_size, device, workers)
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
+    if _never_started_queued(run_dir):
+        return _requeue(run_dir, request)
     if request.from_ckpt:
         from yolotui.jobs.restore import restore_last
 
@@ -135,8 +151,37 @@ def resume(request: ResumeRequest) -> StartedRun:
     saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
     if device is not None:
         saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
+    from yolotui.runs.slurm import recorded_options
+
+    slurm = request.slurm if request.slurm is not None else recorded_options(run_dir)
     warnings = start_training(run_dir, opt, overrides, dist_flags={**saved, **(request.layout or {})},
-                              backend=read_backend(run_dir))
+                              backend=read_backend(run_dir), slurm=slurm)
     verb = "extending" if epochs is not None and epochs > planned else "resumed"
     note = f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs"
     return started(run_dir, verb, warnings, [note])
+
+
+def _never_started_queued(run_dir: Path) -> bool:
+    """True for a queued run (run.yaml `queue`) whose first attempt never started (e.g. a reboot while queued)."""
+    from yolotui.runs.runconfig import run_yaml_field
+    from yolotui.runs.status import read_status
+
+    status = read_status(run_dir)
+    return bool(run_yaml_field(run_dir, "queue")) and status is not None and not status.attempts
+
+
+def _requeue(run_dir: Path, request: ResumeRequest) -> StartedRun:
+    """Queue a never-started run again, waiting for what it waited for (runs.service.relaunch)."""
+    from yolotui.jobs.queue import describe_spec
+    from yolotui.runs.runconfig import run_yaml_field
+    from yolotui.runs.service import relaunch
+
+    changed = [name for name in ("epochs", "batch_size", "device", "workers", "from_ckpt")
+               if getattr(request, name) is not None]
+    if changed or request.layout:
+        raise UserError(f"run {run_dir.name} never started (it was queued): it is queued again as it was, so "
+                        f"--{(changed or ['layout'])[0].replace('_', '-')} cannot be given; start a new run to "
+                        "change its options")
+    relaunch(run_dir)
+    return started(run_dir, "queued", [], [describe_spec(run_yaml_field(run_dir, "queue"))])
+

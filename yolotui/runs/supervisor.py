@@ -11,6 +11,8 @@ Started by the launcher in a new session with stdio to RUN/supervisor.log. It
   interrupted run has nothing left running;
 - is the child subreaper of everything the trainer starts, so the processes a run leaves behind are reaped,
   and after every attempt signals whatever is left in the trainer's process group (SIGTERM, then SIGKILL);
+- with a `queue` section in run.yaml, first waits in state `queued` (lock held) until its conditions hold
+  (yolotui.runs.queue), or ends `stopped` on a stop request, or `failed` when they can never hold;
 - writes every transition to status.json (queued -> running -> [restarting -> running ...] -> finished /
   failed / stopped, with stopping while a stop is under way), with an `attempts` history, and asks
   `policy.decide` what follows each attempt.
@@ -40,6 +42,7 @@ from yolotui.runs.events import EventFollower
 from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
+    QUEUED,
     RESTARTING,
     RUNNING,
     STOP_REQUEST,
@@ -51,6 +54,7 @@ from yolotui.runs.runconfig import read_run_config
 from yolotui.runs.status import RunStatus, read_status, write_status
 
 POLL_S = 0.1
+QUEUE_POLL_S = 2.0  # how often a queued run checks its conditions (YOLOTUI_QUEUE_POLL_S overrides)
 DEFAULT_GRACE_S = 30.0
 LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
 LOCK_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
@@ -204,9 +208,13 @@ class Supervisor:
         self.trainer_pgid = self.trainer.pid
         self.trainer_wait_status = None
 
+    def tick(self) -> None:
+        """Called on every poll while the trainer runs; subclasses act on their own requests here."""
+
     def wait_for_trainer(self) -> None:
         """Poll until the trainer exits, acting on stop requests as they come."""
         while self.trainer_wait_status is None:
+            self.tick()
             if self.stop_wanted() is not None:
                 self.advance_stop()
             self.reap()
@@ -278,8 +286,58 @@ class Supervisor:
         self.save()
         log(f"run {state}: {message}")
 
-    def run(self) -> int:
-        """Run attempts until the policy says stop; returns the supervisor's exit code."""
+    # -- the queue ------------------------------------------------------------------------------------------
+    def wait_in_queue(self) -> bool:
+        """Wait in state `queued` until run.yaml's `queue` conditions hold; False when the run ended instead.
+
+        Polls every YOLOTUI_QUEUE_POLL_S seconds (default 2), acting on stop requests within POLL_S. The
+        decision to start and the GPU claim are written under the queue's decision lock (yolotui.runs.queue).
+        """
+        from yolotui.runs import queue
+        from yolotui.telemetry.gpu import GpuSampler
+
+        spec = self.config.get("queue")
+        if not spec:
+            return True
+        interval = float(os.environ.get("YOLOTUI_QUEUE_POLL_S") or QUEUE_POLL_S)
+        created = float(self.config.get("created") or time.time())
+        sampler = GpuSampler()
+        self.status.state = QUEUED
+        self.status.started = None
+        self.status.queue = {"spec": spec, "reason": queue.describe(spec), "since": time.time(),
+                             "waiting_on": None, "gpus": None, "claimed": None}
+        self.save()
+        log(f"queued: {queue.describe(spec)}")
+        try:
+            while True:
+                if self.stop_wanted() is not None:
+                    self.finish(STOPPED, "stopped while queued; it never started")
+                    return False
+                with queue.decision_lock():
+                    verdict = queue.check(spec, self.run_dir, created, sampler)
+                    if verdict.ready:
+                        self.status.queue.update(reason=verdict.reason, waiting_on=None, claimed=verdict.gpus,
+                                                 started=time.time())
+                        self.save()  # the claim is on disk before another queued run decides
+                        log(f"queue: starting ({verdict.reason})")
+                        return True
+                if verdict.impossible:
+                    self.finish(FAILED, f"not started: {verdict.reason}", failure_class="queue")
+                    return False
+                if (verdict.reason, verdict.waiting_on) != (self.status.queue.get("reason"),
+                                                            self.status.queue.get("waiting_on")):
+                    self.status.queue.update(reason=verdict.reason, waiting_on=verdict.waiting_on, gpus=verdict.gpus)
+                    self.status.message = verdict.reason
+                    self.save()
+                    log(f"queue: {verdict.reason}")
+                deadline = time.time() + interval
+                while time.time() < deadline and self.stop_wanted() is None:
+                    time.sleep(POLL_S)
+        finally:
+            sampler.close()
+
+    def begin(self) -> int:
+        """Read run.yaml and reset status.json for a new life of the run; returns the attempt limit."""
         self.config = read_run_config(self.run_dir)
         max_attempts, _, _ = policy.restart_settings(self.config)
         previous = read_status(self.run_dir)
@@ -297,10 +355,21 @@ class Supervisor:
         self.status.attempts = []
         self.status.remedies = []
         self.status.stop = None
+        self.status.queue = None
+        return max_attempts
+
+    def run(self) -> int:
+        """Run attempts until the policy says stop; returns the supervisor's exit code."""
+        max_attempts = self.begin()
         log(f"supervising {self.run_dir} (pid {self.pid}, up to {max_attempts} attempt(s))")
+        if not self.wait_in_queue():
+            return 0
+        if self.status.started is None:
+            self.status.started = time.time()
+            self.status.message = None
 
         changes: dict[str, Any] = {}
-        attempt = 0
+        attempt = self.status.attempt  # 0 for a new life; a requeued SLURM job goes on counting
         while True:
             attempt += 1
             if self.stop_wanted() is not None:
@@ -357,6 +426,13 @@ class Supervisor:
                 self.finish(decision.state, decision.message, record, decision.failure_class)
                 return 0
             changes = policy.merge_changes(changes, decision.changes)
+            try:
+                applied = remedies.apply_file_changes(self.run_dir, decision.changes)
+            except (OSError, UserError) as exc:
+                applied = {}
+                log(f"could not apply the remedy to the run's files: {exc}")
+            if applied:
+                log("remedy written to the run's files: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in applied.items()))
             self.status.remedies.append({"attempt": attempt + 1, "failure_class": decision.failure_class,
                                          "remedy": decision.remedy, "changes": decision.changes,
                                          "settings": decision.settings})
@@ -404,31 +480,35 @@ def _size(path: Path) -> int:
         return 0
 
 
-def acquire_lock(run_dir: Path) -> int | None:
-    """Take RUN/.lock, retrying briefly past readers' momentary shared probes; None if really held."""
-    for _ in range(LOCK_TRIES):
+def acquire_lock(run_dir: Path, wait_s: float = LOCK_TRIES * 0.05) -> int | None:
+    """Take RUN/.lock, retrying for `wait_s` past readers' momentary shared probes; None if really held."""
+    deadline = time.monotonic() + wait_s
+    while True:
         fd = lock.acquire(run_dir)
         if fd is not None:
             return fd
+        if time.monotonic() >= deadline:
+            return None
         time.sleep(0.05)
-    return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: supervise the run folder given as the only argument."""
+def main(argv: list[str] | None = None, supervisor_class: type[Supervisor] = Supervisor,
+         module: str = "yolotui.runs.supervisor", lock_wait_s: float = LOCK_TRIES * 0.05) -> int:
+    """Entry point: supervise the run folder given as the only argument (with `supervisor_class`); waits up to
+    `lock_wait_s` for RUN/.lock."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m yolotui.runs.supervisor RUN_DIR", file=sys.stderr)
+        print(f"usage: python -m {module} RUN_DIR", file=sys.stderr)
         return 2
     run_dir = Path(args[0]).resolve()
     if not run_dir.is_dir():
         print(f"supervisor: {run_dir} is not a folder", file=sys.stderr)
         return 2
-    fd = acquire_lock(run_dir)
+    fd = acquire_lock(run_dir, lock_wait_s)
     if fd is None:
         log(f"another supervisor holds {run_dir / '.lock'}; exiting")
         return 3
-    supervisor = Supervisor(run_dir)
+    supervisor = supervisor_class(run_dir)
     supervisor.install_signal_handlers()
     try:
         return supervisor.run()
