@@ -42,6 +42,7 @@ class PreparedRun:
     opt: dict[str, Any]
     hyp: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # facts worth a line, not problems (shipped configs used)
 
 
 def check_weights_file(path: str | Path) -> list[str]:
@@ -69,7 +70,8 @@ def prepare_run(options: dict[str, Any]) -> PreparedRun:
     from yolotui.config import default_options, load_hyp, validate_options
     from yolotui.runs import layout, store
 
-    opt, warnings = validate_options(default_options(**options))
+    notes: list[str] = []
+    opt, warnings = validate_options(default_options(**options), notes=notes)
     if opt["weights"]:
         warnings += check_weights_file(opt["weights"])
     hyp = load_hyp(Path(opt["hyp"]))
@@ -81,7 +83,7 @@ def prepare_run(options: dict[str, Any]) -> PreparedRun:
     run_dir = store.create_run_dir(project, str(opt["name"]), exist_ok=bool(opt["exist_ok"]))
     opt["save_dir"] = str(run_dir)
     write_run_files(run_dir, opt, hyp)
-    return PreparedRun(run_dir, opt, hyp, warnings)
+    return PreparedRun(run_dir, opt, hyp, warnings, notes)
 
 
 def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
@@ -95,7 +97,7 @@ def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
         if not prepared.opt.get("exist_ok"):
             shutil.rmtree(prepared.run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run
         raise
-    return started(prepared.run_dir, "started", [*prepared.warnings, *warnings], notes)
+    return started(prepared.run_dir, "started", [*prepared.warnings, *warnings], [*prepared.notes, *(notes or [])])
 
 
 def new_run(request: NewRunRequest) -> StartedRun:

@@ -28,7 +28,7 @@ from yolotui.errors import UserError
 from yolotui.runs import index, lock, policy
 from yolotui.runs.layout import QUEUED, STOP_REQUEST, SUPERVISOR_LOG
 from yolotui.runs.runconfig import RESERVED_KEYS, write_run_config
-from yolotui.runs.status import RunStatus, read_status, write_status
+from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status
 from yolotui.runs.store import check_writable, validate_name
 
 START_TIMEOUT_S = 2.0
@@ -151,6 +151,11 @@ def launch(
         pass
     status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
                        command=argv, backend=backend, device=device)
+    previous = read_status(run_dir)
+    if previous is not None:  # a resume: keep the first start and the time the earlier attempts ran
+        status.started = previous.started
+        status.earlier_seconds = (previous.earlier_seconds or 0.0) + (
+            attempt_seconds(list(previous.attempts or []), previous.ended or previous.updated) or 0.0)
     write_status(run_dir, status)
     index.add(run_dir, name)
 

@@ -1,6 +1,8 @@
 """status.json: written only by the supervisor, atomically; read by everyone, with the derived state.
 
-Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started, updated, ended,
+Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started (the run's FIRST
+start: a resume keeps it), earlier_seconds (wall time of the attempts of earlier supervisors: before the latest
+resume), updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
 remedies (what was applied before the current attempt) and stop (a stop request and the signals sent for it).
@@ -30,6 +32,7 @@ class RunStatus:
     supervisor_pid: int | None = None
     trainer_pid: int | None = None
     started: float | None = None
+    earlier_seconds: float = 0.0
     updated: float | None = None
     ended: float | None = None
     exit_code: int | None = None
@@ -54,6 +57,34 @@ class RunStatus:
         return asdict(self)
 
 
+def attempt_seconds(attempts: list[dict[str, Any]], end_of_open: float | None) -> float | None:
+    """Wall time of `attempts` (sum of ended - started); an attempt with no end counts up to `end_of_open`
+    (None: it is skipped). None when no attempt records a start."""
+    total, counted = 0.0, False
+    for record in attempts:
+        if not isinstance(record, dict) or not isinstance(record.get("started"), (int, float)):
+            continue
+        end = record.get("ended") if isinstance(record.get("ended"), (int, float)) else end_of_open
+        if end is None:
+            continue
+        total += max(0.0, float(end) - float(record["started"]))
+        counted = True
+    return total if counted else None
+
+
+def elapsed_seconds(status: RunStatus, now: float, live: bool) -> float | None:
+    """Time spent running: the sum over attempts, earlier supervisors' attempts included (resumes do not count
+    the time the run lay stopped). Falls back to ended/now - started when no attempt records its times."""
+    end_of_open = now if live else (status.ended or status.updated)
+    spent = attempt_seconds(list(status.attempts or []), end_of_open)
+    if spent is None:
+        if not status.started:
+            return None
+        end = status.ended if status.ended and not live else now
+        return max(0.0, end - status.started)
+    return (status.earlier_seconds or 0.0) + spent
+
+
 def status_path(run_dir: Path) -> Path:
     """Where a run's status.json lives."""
     return Path(run_dir) / STATUS_JSON
@@ -73,12 +104,20 @@ def write_status(run_dir: Path, status: RunStatus) -> None:
     atomic_write_json(status_path(run_dir), status.to_dict())
 
 
-def state_of(run_dir: Path, recorded: str | None) -> str:
+# A launcher writes `queued` a moment before its supervisor takes the lock (it waits up to 2 s for it): a queued
+# status younger than this is a run starting (a deliberate resume), not a supervisor that died.
+QUEUED_GRACE_S = 10.0
+
+
+def state_of(run_dir: Path, recorded: str | None, updated: float | None = None) -> str:
     """The one "interrupted" rule: a recorded live state (or none at all) whose lock is free is `interrupted`;
-    no status yet but the lock held is `queued`."""
+    no status yet but the lock held is `queued`; a `queued` status written (`updated`) in the last
+    QUEUED_GRACE_S seconds stays `queued` while its supervisor starts."""
     if recorded is None:
         return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
     if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
+        if recorded == QUEUED and isinstance(updated, (int, float)) and 0 <= time.time() - updated < QUEUED_GRACE_S:
+            return QUEUED
         return INTERRUPTED
     return recorded
 
@@ -86,4 +125,6 @@ def state_of(run_dir: Path, recorded: str | None) -> str:
 def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
     """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`."""
     status = status if status is not None else read_status(run_dir)
-    return state_of(run_dir, status.state if status is not None else None)
+    if status is None:
+        return state_of(run_dir, None)
+    return state_of(run_dir, status.state, status.updated)

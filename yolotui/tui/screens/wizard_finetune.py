@@ -15,6 +15,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.widgets import Input, RadioButton, RadioSet
 
+from yolotui import formatting
 from yolotui.errors import UserError
 from yolotui.tui import wizard_checks as checks
 from yolotui.tui.actions import DEFAULT_PROJECT, display_path, finetune_args
@@ -128,7 +129,8 @@ class FinetuneWizard(WizardScreen):
 
     @staticmethod
     def _source_hint(facts: checks.SourceFacts) -> str:
-        parts = [f"{Path(facts.checkpoint).name} ({facts.verdict}, epoch {facts.epoch})"]
+        parts = [f"{Path(facts.checkpoint).name} ({facts.verdict}, "
+                 f"{formatting.epochs_done(facts.epoch, None)})"]
         if facts.nc is not None:
             parts.append(f"{facts.nc} classes")
         if facts.layers:

@@ -1,0 +1,194 @@
+"""Issue #15, "the first hour": every number on screen is true, no false alarms, small things users expect.
+
+One test (or a few) per item: 3 (demo opens the live demo), 5 (one epoch numbering), 6 (ETA, speed, elapsed,
+first start), 7 (GPU panel text, primed CPU reading, status says what was updated), 10 (no interrupted toast
+during a resume), 11 (no warning for a chosen shipped config), 12 (val's image size), 13 (`d` removes a run),
+14 (wizards and table details).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+from runs_helpers import kill_run, reap_runs, wait_for  # noqa: F401  (reap_runs: an autouse fixture)
+from tui_fakes import FakeHost, FakeSampler, FakeSnapshot, rendered, wait_until
+from tui_fixtures import FIXED_NOW, make_run
+
+from yolotui import formatting
+from yolotui.runs import lock
+from yolotui.runs.atomic import atomic_write_json
+from yolotui.runs.layout import EVENTS_JSONL
+from yolotui.runs.status import RunStatus, effective_state, elapsed_seconds, read_status, status_path
+from yolotui.tui.app import YolotuiApp
+from yolotui.tui.screens.dashboard import DashboardScreen
+
+anyio = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def make_app(run_dir=None, sampler=None, **kwargs) -> YolotuiApp:
+    return YolotuiApp(run_dir=run_dir, sampler=sampler or FakeSampler(), clock=lambda: FIXED_NOW,
+                      gpu_interval=None, **kwargs)
+
+
+async def open_dashboard(pilot, app) -> DashboardScreen:
+    assert await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.settled)
+    await pilot.pause()
+    return app.screen
+
+
+# -- 3: `yolotui demo` again while a demo trains opens it ----------------------------------------------------
+def _demo_args(tmp_path: Path, **extra) -> argparse.Namespace:
+    from yolotui.commands import demo
+
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)
+    data_dir = tmp_path / "demo-data"
+    data_dir.mkdir(exist_ok=True)
+    (data_dir / "data.yaml").write_text("train: images/train\nval: images/val\nnames: [a]\n")
+    argv = ["--data-dir", str(data_dir), "--project", str(tmp_path / "runs"), "--detach"]
+    for key, value in extra.items():
+        argv += [f"--{key}", str(value)]
+    return parser.parse_args(argv)
+
+
+def test_demo_again_opens_the_live_demo_and_says_so(tmp_path):
+    from yolotui.commands import demo
+
+    run = make_run(tmp_path / "runs", "demo", state="running", epochs=50, done_epochs=2, hold_lock=True)
+    try:
+        out = io.StringIO()
+        with redirect_stdout(out):
+            assert demo.run(_demo_args(tmp_path)) == 0
+        text = out.getvalue()
+        assert "demo demo is already training: opening it" in text
+        assert "started demo run" not in text
+        assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["demo"], "no demo2 was started"
+    finally:
+        run.release()
+
+
+def test_live_demo_finds_only_live_numbered_demos(tmp_path):
+    from yolotui.jobs.demo import live_demo
+
+    project = tmp_path / "runs"
+    make_run(project, "demo", state="finished", epochs=5, done_epochs=5)
+    assert live_demo(project, "demo") is None  # an ended demo does not stop a new one
+    run = make_run(project, "demo3", state="running", epochs=5, done_epochs=1, hold_lock=True)
+    make_run(project, "demonstration", state="running", epochs=5, done_epochs=1)
+    try:
+        assert live_demo(project, "demo") == (project / "demo3").resolve()
+    finally:
+        run.release()
+
+
+# -- 5: one epoch numbering: the dashboard, the resume wizard and doctor agree on one run folder --------------
+@anyio
+async def test_dashboard_wizard_and_doctor_number_epochs_alike(tmp_path):
+    from yolotui.health.report import diagnose_run, render_text
+    from yolotui.tui.screens.wizard_resume import diagnosis_text, gather_facts, resume_choices
+
+    run = make_run(tmp_path / "runs", "same-run", state="stopped", epochs=50, done_epochs=5, batch_in_progress=7)
+    quick = lambda path: diagnose_run(path, environment=False, logind=False)  # noqa: E731
+    doctor = render_text(quick(run.path))
+    facts = gather_facts(run.path, quick)
+    wizard = "\n".join([choice.label for choice in resume_choices(facts)] + [diagnosis_text(facts)])
+    app = make_app(run.path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        dashboard = rendered(screen.query_one("#progress")) + rendered(screen.query_one("#checkpoints"))
+    for who, text in (("doctor", doctor), ("wizard", wizard), ("dashboard", dashboard)):
+        assert "5/50" in text, (who, text)
+        assert "6/50" not in text and "4/50" not in text, (who, text)
+    assert "resumes after 5/50 epochs done" in doctor and "resume as is (5/50 epochs done)" in wizard
+    assert "epoch 6 of 50" in dashboard  # the epoch in progress, by ordinal, never with a slash
+
+
+def test_the_one_epoch_convention():
+    assert formatting.epochs(5, 50) == "5/50"
+    assert formatting.epochs_done(5, 50) == "5/50 epochs done"
+    assert formatting.epochs_done(5, 50, step=12) == "5/50 epochs done + 12 batches of epoch 6"
+    assert formatting.epochs_done(1, None) == "1 epoch done"
+    assert formatting.epoch_in_progress(5, 50) == "epoch 6 of 50"
+    assert "k/N" in formatting.__doc__ and "epochs done" in formatting.__doc__
+
+
+def test_plain_follow_uses_the_same_numbering():
+    from yolotui.commands._progress import describe
+
+    batch = describe({"type": "batch", "epoch": 5, "epochs": 50, "batch": 3, "batches": 10, "imgs_per_s": 4.2})
+    epoch = describe({"type": "epoch", "epoch": 5, "epochs": 50, "metrics": {}, "seconds": 3})
+    assert batch.startswith("epoch 6 of 50") and "4.2 img/s" in batch
+    assert epoch.startswith("6/50 epochs done")
+
+
+# -- 6: ETA from wall time, no ETA/speed on ended runs, elapsed over attempts, first start, slow speeds ----
+def _events(path: Path, events: list[dict]) -> None:
+    path.write_text("".join(json.dumps({"attempt": 1, **e}) + "\n" for e in events))
+
+
+def test_eta_uses_wall_time_per_epoch_including_validation(tmp_path):
+    from yolotui.tui.runview import RunReader
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    # Each epoch trains for 60 s (`seconds`) but validation and the checkpoint make it 100 s of wall time.
+    events = [{"ts": 1000.0, "type": "start"}]
+    for epoch in range(3):
+        events.append({"ts": 1000.0 + 100 * (epoch + 1), "type": "epoch", "epoch": epoch, "epochs": 10,
+                       "losses": {}, "metrics": {}, "seconds": 60.0})
+    _events(run_dir / EVENTS_JSONL, events)
+    view = RunReader(run_dir).refresh()
+    assert view.epoch_seconds == pytest.approx(100.0)
+    assert view.overall_eta() == pytest.approx(700.0)  # 7 epochs left at 100 s, not 7 x 60 s
+
+
+@anyio
+async def test_ended_runs_show_no_eta_and_no_speed(tmp_path):
+    run = make_run(tmp_path / "runs", "stopped-run", state="stopped", epochs=20, done_epochs=3,
+                   batch_in_progress=4)
+    app = make_app(run.path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        progress = rendered(screen.query_one("#progress"))
+    assert "eta" not in progress and "img/s" not in progress, progress
+
+
+def test_slow_speeds_show_one_decimal():
+    assert formatting.speed(0.42) == "0.4 img/s"
+    assert formatting.speed(9.96) == "10.0 img/s" or formatting.speed(9.94) == "9.9 img/s"
+    assert formatting.speed(123.4) == "123 img/s"
+
+
+def test_elapsed_is_the_sum_over_attempts_and_started_is_the_first_start(tmp_path):
+    from yolotui.runs.launcher import launch
+
+    run_dir = tmp_path / "runs" / "resumed"
+    run_dir.mkdir(parents=True)
+    first = time.time() - 10_000
+    # An earlier life: two attempts of 100 s and 50 s, then the run lay stopped for hours.
+    atomic_write_json(status_path(run_dir), RunStatus(
+        name="resumed", run_dir=str(run_dir), state="stopped", started=first, ended=first + 400,
+        attempts=[{"attempt": 1, "started": first, "ended": first + 100},
+                  {"attempt": 2, "started": first + 300, "ended": first + 350}]).to_dict())
+    launch(run_dir, ["sleep", "30"], name="resumed", max_attempts=1)
+    wait_for(lambda: (read_status(run_dir).attempts or [None])[0])
+    try:
+        status = read_status(run_dir)
+        assert status.started == pytest.approx(first)  # the first start, not the resume
+        assert status.earlier_seconds == pytest.approx(150.0)
+        spent = elapsed_seconds(status, time.time(), live=True)
+        assert 150.0 <= spent < 150.0 + 60, spent  # not the 10 000 s since the first start
+    finally:
+        kill_run(run_dir)
