@@ -192,3 +192,171 @@ def test_elapsed_is_the_sum_over_attempts_and_started_is_the_first_start(tmp_pat
         assert 150.0 <= spent < 150.0 + 60, spent  # not the 10 000 s since the first start
     finally:
         kill_run(run_dir)
+
+
+# -- 7: GPU panel reason not cut off, CPU counter primed, `status` says what was updated ----------------------
+class _NoGpuSampler(FakeSampler):
+    REASON = "no NVIDIA GPU: the NVIDIA driver library (libnvidia-ml.so) is not installed"
+
+    def sample(self) -> FakeSnapshot:
+        self.calls += 1
+        return FakeSnapshot(1.0, False, self.REASON, [], FakeHost())
+
+
+@anyio
+async def test_no_gpu_reason_is_not_cut_off_at_120_columns(tmp_path):
+    run = make_run(tmp_path / "runs", "cpu-run", state="finished", epochs=3, done_epochs=3)
+    app = make_app(run.path, sampler=_NoGpuSampler())
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        panel = screen.query_one("#gpu")
+        assert await wait_until(pilot, lambda: "libnvidia" in rendered(panel))
+        width = panel.content_size.width
+        text = rendered(panel)
+    lines = text.splitlines()
+    assert all(len(line) <= width for line in lines), (width, lines)
+    assert " ".join(line.strip() for line in lines).startswith(_NoGpuSampler.REASON)
+
+
+def test_first_cpu_reading_is_primed(monkeypatch):
+    import psutil
+
+    from yolotui.telemetry import host
+
+    calls = []
+
+    def fake_cpu_percent(interval=None):
+        calls.append(interval)
+        return 0.0 if interval is None and len(calls) == 1 else 73.0  # psutil's unprimed first answer is 0.0
+
+    monkeypatch.setattr(psutil, "cpu_percent", fake_cpu_percent)
+    monkeypatch.setattr(host, "_cpu_primed", False)
+    assert host.read_host().cpu_pct == 73.0
+    assert host.read_host().cpu_pct == 73.0 and calls[-1] is None  # later readings never block
+
+
+def test_status_of_a_live_run_says_what_was_updated(tmp_path, capsys):
+    from yolotui.commands import status as status_command
+
+    run = make_run(tmp_path / "runs", "live", state="running", epochs=10, done_epochs=2, hold_lock=True)
+    try:
+        with open(run.path / EVENTS_JSONL, "a") as handle:
+            handle.write(json.dumps({"ts": time.time() - 3, "type": "batch", "attempt": 1, "epoch": 2,
+                                     "epochs": 10, "batch": 1, "batches": 20}) + "\n")
+        status_command.run(argparse.Namespace(run=str(run.path), json=False))
+    finally:
+        run.release()
+    out = capsys.readouterr().out
+    assert "last training event 3s ago (batch)" in out or "last training event 4s ago (batch)" in out, out
+    assert "supervisor wrote status.json" in out
+    assert "epochs     2/10 done" in out
+
+
+# -- 10: no "interrupted" while a deliberate resume starts its supervisor ------------------------------------
+def test_a_queued_run_whose_supervisor_is_starting_is_not_interrupted(tmp_path):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    # What the launcher writes a moment before the new supervisor takes the lock.
+    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued").to_dict(),
+                                             "updated": time.time()})
+    assert effective_state(run_dir) == "queued"
+    from yolotui.runs.summary import summarize
+
+    assert summarize(run_dir).state == "queued"
+    # A queued status that stayed without a supervisor is still reported as interrupted.
+    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued").to_dict(),
+                                             "updated": time.time() - 600})
+    assert effective_state(run_dir) == "interrupted"
+
+
+@anyio
+async def test_no_interrupted_toast_during_a_resume_from_the_tui(tmp_path):
+    run = make_run(tmp_path / "runs", "resumed", state="stopped", epochs=10, done_epochs=2)
+    app = make_app(None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert await wait_until(pilot, lambda: app.home is not None and app.home.loaded)
+        toasts: list[str] = []
+        real_notify = app.notify
+        app.notify = lambda message, **kw: (toasts.append(f"{kw.get('title')}: {message}"),  # type: ignore
+                                            real_notify(message, **kw))
+        # The resume's launcher rewrites status.json as queued; the supervisor has not taken the lock yet.
+        atomic_write_json(status_path(run.path), {**RunStatus(name="resumed", state="queued").to_dict(),
+                                                  "updated": time.time()})
+        count = app.home.load_count
+        app.home.request_load()
+        assert await wait_until(pilot, lambda: app.home.load_count > count)
+    assert not [t for t in toasts if "interrupted" in t], toasts
+
+
+# -- 11: a shipped config the user chose is a note, not a warning --------------------------------------------
+def test_choosing_a_shipped_model_is_not_a_warning(tmp_path):
+    from yolotui.config import default_options, validate_options
+    from yolotui.datasets import make_demo_dataset
+
+    data = make_demo_dataset(tmp_path / "data", n_train=2, n_val=1, img=64, seed=0)
+    notes: list[str] = []
+    _, warnings = validate_options(default_options(cfg="gelan-t", data=str(data), hyp="hyp.demo.yaml",
+                                                   device="cpu"), notes=notes)
+    assert not [w for w in warnings if "shipped" in w], warnings
+    assert any("gelan-t.yaml" in note for note in notes), notes
+
+
+# -- 12: val defaults to the checkpoint's training image size ------------------------------------------------
+def test_val_defaults_to_the_image_size_the_checkpoint_was_trained_at(tmp_path, capsys):
+    import torch
+    from trainkit import TINY_CFG, make_data
+
+    from yolotui.cli import main
+    from yolotui.engine.model import build_model
+
+    torch.manual_seed(0)
+    data = make_data(tmp_path / "data", n_train=1, n_val=2, img=64)
+    model = build_model(dict(TINY_CFG), nc=5)
+    weights = tmp_path / "tiny.pt"
+    torch.save({"format": "yolotui-1", "model_yaml": model.yaml, "nc": 5, "names": [str(i) for i in range(5)],
+                "epoch": 3, "epochs": 3, "step": 0, "model": model.state_dict(), "ema": model.state_dict(),
+                "best_fitness": 0.0, "opt": {"imgsz": 96}}, weights)
+    assert main(["val", "--weights", str(weights), "--data", str(data), "--device", "cpu", "--workers", "0",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["imgsz"] == 96  # was 640 whatever the training size
+
+
+# -- 13: `d` on the runs table removes an ended run after a confirmation; live runs are refused --------------
+@anyio
+async def test_d_removes_the_highlighted_ended_run_after_confirmation(tmp_path):
+    from yolotui.runs import index
+    from yolotui.tui.screens.confirm_remove import ConfirmRemoveScreen
+
+    make_run(tmp_path / "runs", "old-run", state="finished", epochs=3, done_epochs=3)
+    app = make_app(None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert await wait_until(pilot, lambda: app.home is not None and app.home.loaded and app.home.rows)
+        await pilot.press("d")
+        assert await wait_until(pilot, lambda: isinstance(app.screen, ConfirmRemoveScreen))
+        assert "old-run" in rendered(app.screen.query_one("#remove-question"))
+        await pilot.press("y")
+        assert await wait_until(pilot, lambda: not isinstance(app.screen, ConfirmRemoveScreen))
+        assert await wait_until(pilot, lambda: not app.home.rows)
+    assert [e.name for e in index.entries(check_exists=False)] == []
+    assert (tmp_path / "runs" / "old-run").is_dir(), "without D the folder stays"
+
+
+@anyio
+async def test_d_refuses_a_live_run_with_a_clear_message(tmp_path):
+    from yolotui.tui.screens.confirm_remove import ConfirmRemoveScreen
+
+    run = make_run(tmp_path / "runs", "busy", state="running", epochs=3, done_epochs=1, hold_lock=True)
+    app = make_app(None)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            assert await wait_until(pilot, lambda: app.home is not None and app.home.loaded and app.home.rows)
+            toasts: list[str] = []
+            real_notify = app.notify
+            app.notify = lambda message, **kw: (toasts.append(message), real_notify(message, **kw))  # type: ignore
+            await pilot.press("d")
+            assert await wait_until(pilot, lambda: toasts)
+            assert not isinstance(app.screen, ConfirmRemoveScreen)
+        assert "busy is running" in toasts[0] and "stop it first" in toasts[0]
+        assert (tmp_path / "runs" / "busy").is_dir()
+    finally:
+        run.release()
