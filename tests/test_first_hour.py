@@ -360,3 +360,100 @@ async def test_d_refuses_a_live_run_with_a_clear_message(tmp_path):
         assert (tmp_path / "runs" / "busy").is_dir()
     finally:
         run.release()
+
+
+# -- 14: wizards check as you type, the fix line follows, Tab reaches the file, q says goodbye, sort, palette --
+@anyio
+async def test_wizard_checks_epochs_as_typed_and_the_fix_line_clears(tmp_path, monkeypatch):
+    from textual.widgets import Input, Static
+    from wizard_kit import CaptureLauncher, HostApp, make_data, write_tiny_cfg
+
+    from yolotui.tui.screens.wizard_new_run import NewRunWizard
+
+    monkeypatch.chdir(tmp_path)
+    make_data(tmp_path / "data")
+    write_tiny_cfg(tmp_path)
+    app = HostApp(lambda: NewRunWizard(CaptureLauncher(tmp_path / "runs" / "train" / "exp"),
+                                       sampler=FakeSampler(), values={"data": "data/data.yaml"}))
+    async with app.run_test(size=(100, 40)) as pilot:
+        wizard = app.wizard
+        assert await wait_until(pilot, lambda: wizard.gpu_indices is not None and wizard.data_facts is not None)
+        error = wizard.query_one("#epochs-error", Static)
+        wizard.query_one("#epochs", Input).value = "0"
+        assert await wait_until(pilot, lambda: "epochs" in rendered(error) and "at least 1" in rendered(error))
+        wizard.query_one("#batch", Input).value = "x"
+        await pilot.press("ctrl+s")
+        status = wizard.query_one("#status", Static)
+        assert await wait_until(pilot, lambda: "2 fields to fix" in rendered(status))
+        wizard.query_one("#batch", Input).value = "8"
+        assert await wait_until(pilot, lambda: "1 field to fix" in rendered(status))
+        wizard.query_one("#epochs", Input).value = "3"
+        assert await wait_until(pilot, lambda: rendered(status).strip() == "")
+        assert rendered(error).strip() == ""
+
+
+def test_one_tab_completes_a_path_to_the_file(tmp_path):
+    from yolotui.datasets import make_demo_dataset
+    from yolotui.tui.widgets.path_input import complete_path
+
+    make_demo_dataset(tmp_path / "sets" / "shapes", n_train=1, n_val=1, img=32, seed=0)
+    typed = str(tmp_path / "se")
+    assert complete_path(typed, (".yaml", ".yml")) == str(tmp_path / "sets" / "shapes" / "data.yaml")
+
+
+@anyio
+async def test_quitting_says_the_run_goes_on_and_how_to_come_back(tmp_path):
+    run = make_run(tmp_path / "runs", "going", state="running", epochs=10, done_epochs=2, hold_lock=True)
+    try:
+        app = make_app(run.path)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await open_dashboard(pilot, app)
+            await pilot.press("q")
+            assert await wait_until(pilot, lambda: app.farewell)
+        assert "going goes on in the background" in app.farewell
+        assert "yolotui attach going" in app.farewell
+    finally:
+        run.release()
+
+
+@anyio
+async def test_sorting_keeps_the_highlight_on_the_same_run(tmp_path):
+    from textual.widgets import DataTable
+
+    for index, name in enumerate(("alpha", "bravo", "charlie")):
+        make_run(tmp_path / "runs", name, state="finished", epochs=3, done_epochs=3,
+                 started=FIXED_NOW - 1000 * (index + 1))
+    app = make_app(None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        home = app.home
+        assert await wait_until(pilot, lambda: home is not None and home.loaded and len(home.rows) == 3)
+        table = home.query_one("#runs", DataTable)
+        await pilot.press("down")  # newest first: alpha, bravo, charlie -> bravo highlighted
+        assert await wait_until(pilot, lambda: Path(home.selected_path()).name == "bravo")
+        for _ in range(len(home.rows) + 2):  # every column once, and a reversal
+            await pilot.press("s")
+            await pilot.pause()
+            assert Path(home.selected_path()).name == "bravo", home.sort_column
+        home.set_sort(0)
+        home.set_sort(0)  # name, reversed: charlie, bravo, alpha
+        await pilot.pause()
+        assert Path(home.selected_path()).name == "bravo" and table.cursor_row == 1
+
+
+@anyio
+async def test_palette_has_no_duplicates_and_one_run_is_singular(tmp_path):
+    from textual.widgets import Static
+
+    make_run(tmp_path / "runs", "only", state="finished", epochs=3, done_epochs=3)
+    app = make_app(None)
+    async with app.run_test(size=(100, 30)) as pilot:
+        assert await wait_until(pilot, lambda: app.home is not None and app.home.loaded and app.home.rows)
+        note = rendered(app.home.query_one("#home-message", Static))
+        make_run(tmp_path / "other", "only", state="finished", epochs=3, done_epochs=3)  # the same name again
+        app.home.request_load()
+        assert await wait_until(pilot, lambda: len(app.home.rows) == 2)
+        titles = [command.title for command in app.get_system_commands(app.screen)]
+    assert note.startswith("1 run,"), note
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+    assert "Help: keys" in titles and "Keys" not in titles  # one entry for the keys, not two
+    assert len([t for t in titles if t.startswith("Open run only")]) == 2

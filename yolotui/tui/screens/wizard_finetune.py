@@ -155,8 +155,7 @@ class FinetuneWizard(WizardScreen):
             return
         if widget_id == "name" and self.query_one("#name", Input).has_focus:
             self.name_touched = True
-        if widget_id in self.errors:
-            self.show_error(widget_id, self.validate().get(widget_id))
+        self.show_error(widget_id, self.validate().get(widget_id))  # checked as typed, not only on Ctrl+S
 
     def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
         self.query_one("#layers-field").set_class(self.freeze_mode() != "layers", "hidden")

@@ -278,7 +278,7 @@ class ResumeWizard(WizardScreen):
 
     # -- checks and command -------------------------------------------------------------------------------
     def field_changed(self, widget_id: str) -> None:
-        if widget_id in self.errors:
+        if widget_id in ("batch", "epochs"):  # checked as typed, not only on Ctrl+S
             self.show_error(widget_id, self.validate().get(widget_id))
 
     def validate(self) -> dict[str, str]:
