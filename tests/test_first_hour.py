@@ -25,7 +25,7 @@ from yolotui import formatting
 from yolotui.runs import lock
 from yolotui.runs.atomic import atomic_write_json
 from yolotui.runs.layout import EVENTS_JSONL
-from yolotui.runs.status import RunStatus, effective_state, elapsed_seconds, read_status, status_path
+from yolotui.runs.status import RunStatus, effective_state, read_status, status_path
 from yolotui.tui.app import YolotuiApp
 from yolotui.tui.screens.dashboard import DashboardScreen
 
@@ -173,6 +173,7 @@ def test_slow_speeds_show_one_decimal():
 
 def test_elapsed_is_the_sum_over_attempts_and_started_is_the_first_start(tmp_path):
     from yolotui.runs.launcher import launch
+    from yolotui.runs.status import elapsed_seconds
 
     run_dir = tmp_path / "runs" / "resumed"
     run_dir.mkdir(parents=True)
@@ -230,7 +231,7 @@ def test_first_cpu_reading_is_primed(monkeypatch):
         return 0.0 if interval is None and len(calls) == 1 else 73.0  # psutil's unprimed first answer is 0.0
 
     monkeypatch.setattr(psutil, "cpu_percent", fake_cpu_percent)
-    monkeypatch.setattr(host, "_cpu_primed", False)
+    monkeypatch.setattr(host, "_cpu_primed", False, raising=False)
     assert host.read_host().cpu_pct == 73.0
     assert host.read_host().cpu_pct == 73.0 and calls[-1] is None  # later readings never block
 
