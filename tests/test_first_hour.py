@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -22,7 +21,6 @@ from tui_fakes import FakeHost, FakeSampler, FakeSnapshot, rendered, wait_until
 from tui_fixtures import FIXED_NOW, make_run
 
 from yolotui import formatting
-from yolotui.runs import lock
 from yolotui.runs.atomic import atomic_write_json
 from yolotui.runs.layout import EVENTS_JSONL
 from yolotui.runs.status import RunStatus, effective_state, read_status, status_path

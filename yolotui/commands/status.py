@@ -18,10 +18,9 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from yolotui.commands._runfmt import age, duration, epoch_text, table, when
-    from yolotui.runs.layout import INTERRUPTED, LIVE_STATES
+    from yolotui.runs.layout import EVENTS_JSONL, INTERRUPTED, LIVE_STATES
     from yolotui.runs.policy import describe_exit
     from yolotui.runs.resolve import resolve_run
-    from yolotui.runs.layout import EVENTS_JSONL
     from yolotui.runs.status import elapsed_seconds, read_status
     from yolotui.runs.summary import summarize, tail_events
 
