@@ -5,7 +5,8 @@ start: a resume keeps it), earlier_seconds (wall time of the attempts of earlier
 resume), updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
-remedies (what was applied before the current attempt) and stop (a stop request and the signals sent for it).
+remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it) and
+queue (what a queued run waits for, see yolotui.runs.queue).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class RunStatus:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     remedies: list[dict[str, Any]] = field(default_factory=list)
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
+    # a queued run's wait (yolotui.runs.queue): spec, reason, since, waiting_on, gpus, claimed, started
+    queue: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:
