@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -21,6 +22,7 @@ from tui_fakes import FakeHost, FakeSampler, FakeSnapshot, rendered, wait_until
 from tui_fixtures import FIXED_NOW, make_run
 
 from yolotui import formatting
+from yolotui.runs import lock
 from yolotui.runs.atomic import atomic_write_json
 from yolotui.runs.layout import EVENTS_JSONL
 from yolotui.runs.status import RunStatus, effective_state, read_status, status_path
@@ -262,6 +264,14 @@ def test_a_queued_run_whose_supervisor_is_starting_is_not_interrupted(tmp_path):
     from yolotui.runs.summary import summarize
 
     assert summarize(run_dir).state == "queued"
+    # Its supervisor took the lock and died before writing its own status: interrupted, not starting.
+    time.sleep(0.05)
+    os.close(lock.acquire(run_dir))
+    assert effective_state(run_dir) == "interrupted"
+    # A supervisor's own queued status (it waited in a queue) without the lock: it died, whatever the age.
+    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued", supervisor_pid=4242).to_dict(),
+                                             "updated": time.time()})
+    assert effective_state(run_dir) == "interrupted"
     # A queued status that stayed without a supervisor is still reported as interrupted.
     atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued").to_dict(),
                                              "updated": time.time() - 600})

@@ -107,20 +107,27 @@ def write_status(run_dir: Path, status: RunStatus) -> None:
     atomic_write_json(status_path(run_dir), status.to_dict())
 
 
-# A launcher writes `queued` a moment before its supervisor takes the lock (it waits up to 2 s for it): a queued
-# status younger than this is a run starting (a deliberate resume), not a supervisor that died.
+# A launcher writes `queued` (with no supervisor pid yet) a moment before its supervisor takes the lock (it
+# waits up to 2 s for it): such a status younger than this, whose lock nobody took since, is a run starting
+# (a deliberate resume), not a supervisor that died. Once a supervisor took the lock (lock.taken_at) or wrote
+# its own status (it names its pid), a free lock means interrupted at once.
 QUEUED_GRACE_S = 10.0
 
 
-def state_of(run_dir: Path, recorded: str | None, updated: float | None = None) -> str:
+def state_of(run_dir: Path, recorded: str | None, updated: float | None = None,
+             supervisor_pid: int | None = None) -> str:
     """The one "interrupted" rule: a recorded live state (or none at all) whose lock is free is `interrupted`;
-    no status yet but the lock held is `queued`; a `queued` status written (`updated`) in the last
-    QUEUED_GRACE_S seconds stays `queued` while its supervisor starts."""
+    no status yet but the lock held is `queued`; a `queued` status that a launcher wrote (no `supervisor_pid`)
+    in the last QUEUED_GRACE_S seconds (`updated`), whose lock was not taken since, stays `queued` while its
+    supervisor starts."""
     if recorded is None:
         return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
     if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
-        if recorded == QUEUED and isinstance(updated, (int, float)) and 0 <= time.time() - updated < QUEUED_GRACE_S:
-            return QUEUED
+        if (recorded == QUEUED and not supervisor_pid and isinstance(updated, (int, float))
+                and 0 <= time.time() - updated < QUEUED_GRACE_S):
+            taken = lock.taken_at(Path(run_dir))
+            if taken is None or taken < updated:
+                return QUEUED
         return INTERRUPTED
     return recorded
 
@@ -130,4 +137,4 @@ def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
     status = status if status is not None else read_status(run_dir)
     if status is None:
         return state_of(run_dir, None)
-    return state_of(run_dir, status.state, status.updated)
+    return state_of(run_dir, status.state, status.updated, status.supervisor_pid)

@@ -163,9 +163,10 @@ def last_epochs(path: Path) -> tuple[int | None, bool]:
         return None, False
 
 
-def derived_state(run_dir: str | Path, recorded: str | None, updated: float | None = None) -> str:
+def derived_state(run_dir: str | Path, recorded: str | None, updated: float | None = None,
+                  supervisor_pid: int | None = None) -> str:
     """The state to show (the one rule, yolotui.runs.status.state_of)."""
-    return state_of(Path(run_dir), recorded, updated)
+    return state_of(Path(run_dir), recorded, updated, supervisor_pid)
 
 
 def _checkpoint_mtime(folder: str) -> float | None:
@@ -184,7 +185,8 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
         status = None
     recorded = str(status.get("state")) if status is not None and status.get("state") else None
     summary = RunSummary(name=name or (status or {}).get("name") or os.path.basename(folder), path=folder,
-                         state=derived_state(folder, recorded, (status or {}).get("updated")))
+                         state=derived_state(folder, recorded, (status or {}).get("updated"),
+                                             (status or {}).get("supervisor_pid")))
     if status is not None:
         summary.attempt = status.get("attempt") or 0
         summary.device = status.get("device")
