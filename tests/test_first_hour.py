@@ -89,6 +89,9 @@ def test_live_demo_finds_only_live_numbered_demos(tmp_path):
     make_run(project, "demonstration", state="running", epochs=5, done_epochs=1)
     try:
         assert live_demo(project, "demo") == (project / "demo3").resolve()
+        elsewhere = tmp_path / "another-folder"
+        elsewhere.mkdir()
+        assert live_demo(elsewhere, "demo") == (project / "demo3").resolve()  # found through the run index
     finally:
         run.release()
 

@@ -17,24 +17,36 @@ OPENED = "opened"
 
 
 def live_demo(project: Path, name: str) -> Path | None:
-    """The newest live run among `project/name`, `project/name2`, ... (None when none is live)."""
+    """The newest live run among `project/name`, `project/name2`, ... and the indexed runs so named (a demo
+    started from another folder); None when none is live."""
+    from yolotui.runs import index
     from yolotui.runs.layout import LIVE_STATES
     from yolotui.runs.status import effective_state
 
     project = Path(project).expanduser()
     pattern = re.compile(re.escape(name) + r"([0-9]*)")
     try:
-        entries = list(project.iterdir())
+        folders = [entry for entry in project.iterdir() if entry.is_dir()]
     except OSError:
-        return None
-    live: list[tuple[int, Path]] = []
-    for entry in entries:
-        match = pattern.fullmatch(entry.name)
-        if match is None or not entry.is_dir():
+        folders = []
+    try:
+        folders += [Path(entry.path) for entry in index.entries(check_exists=False)]
+    except Exception:  # an unreadable index: the project folder still counts
+        pass
+    live: list[tuple[float, Path]] = []
+    for folder in {f.resolve() for f in folders}:
+        if pattern.fullmatch(folder.name) is None or not folder.is_dir():
             continue
-        if effective_state(entry) in LIVE_STATES:
-            live.append((int(match.group(1) or 1), entry))
-    return max(live)[1].resolve() if live else None
+        if effective_state(folder) in LIVE_STATES:
+            live.append((_started(folder), folder))
+    return max(live)[1] if live else None
+
+
+def _started(run_dir: Path) -> float:
+    from yolotui.runs.status import read_status
+
+    status = read_status(run_dir)
+    return float(status.started or status.updated or 0.0) if status is not None else 0.0
 
 
 def start_demo(options: dict[str, Any]) -> StartedRun:
