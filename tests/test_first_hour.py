@@ -469,3 +469,28 @@ async def test_palette_has_no_duplicates_and_one_run_is_singular(tmp_path):
     assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
     assert "Help: keys" in titles and "Keys" not in titles  # one entry for the keys, not two
     assert len([t for t in titles if t.startswith("Open run only")]) == 2
+
+
+@anyio
+async def test_finetune_wizard_checks_epochs_and_lr_scale_as_typed(tmp_path, monkeypatch):
+    from textual.widgets import Input, Static
+    from wizard_kit import CaptureLauncher, HostApp, data_with_classes, make_data, make_source_run
+
+    from yolotui.tui.screens.wizard_finetune import FinetuneWizard
+
+    monkeypatch.chdir(tmp_path)
+    data = make_data(tmp_path / "data")
+    data_with_classes(data, 3, "three.yaml")
+    make_source_run(tmp_path / "runs" / "src", nc=3)
+    app = HostApp(lambda: FinetuneWizard("runs/src", CaptureLauncher(), values={"data": "data/three.yaml"}))
+    async with app.run_test(size=(100, 40)) as pilot:
+        wizard = app.wizard
+        assert await wait_until(pilot, lambda: {"source", "data"} <= set(wizard.checked), timeout=15)
+        error = wizard.query_one("#epochs-error", Static)
+        wizard.query_one("#epochs", Input).value = "zero"
+        assert await wait_until(pilot, lambda: "epochs" in rendered(error))  # no Ctrl+S pressed
+        wizard.query_one("#epochs", Input).value = "5"
+        assert await wait_until(pilot, lambda: rendered(error).strip() == "")
+        wizard.query_one("#lr-scale", Input).value = "-1"
+        assert await wait_until(pilot, lambda: "lr scale" in rendered(wizard.query_one("#lr-scale-error", Static)))
+    assert wizard.launched == []

@@ -155,7 +155,9 @@ class FinetuneWizard(WizardScreen):
             return
         if widget_id == "name" and self.query_one("#name", Input).has_focus:
             self.name_touched = True
-        self.show_error(widget_id, self.validate().get(widget_id))  # checked as typed, not only on Ctrl+S
+        test = dict(self._field_tests()).get(widget_id)
+        if test is not None:  # checked as typed, not only on Ctrl+S (source and data: by their own checks)
+            self.show_error(widget_id, _error_of(test))
 
     def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
         self.query_one("#layers-field").set_class(self.freeze_mode() != "layers", "hidden")
@@ -179,18 +181,20 @@ class FinetuneWizard(WizardScreen):
                                     else "give the path of the new data set's data.yaml")
             elif cached and cached[2]:
                 errors[field_id] = cached[2]
-        tests: list[tuple[str, Callable[[], Any]]] = [
+        for field_id, test in self._field_tests():
+            error = _error_of(test)
+            if error:
+                errors[field_id] = error
+        return errors
+
+    def _field_tests(self) -> list[tuple[str, Callable[[], Any]]]:
+        """(field id, check) for the typed fields: each check raises UserError when its field is wrong."""
+        return [
             ("layers", self._freeze_value),
             ("epochs", lambda: checks.parse_int(self._value("epochs"), "epochs", minimum=1)),
             ("lr-scale", lambda: checks.parse_positive_float(self._value("lr-scale"), "lr scale")),
             ("name", lambda: checks.check_new_name(self.project(), self._value("name"))),
         ]
-        for field_id, test in tests:
-            try:
-                test()
-            except UserError as exc:
-                errors[field_id] = str(exc)
-        return errors
 
     def command_args(self) -> list[str] | None:
         source, data = self._value("source"), self._value("data")
@@ -204,3 +208,12 @@ class FinetuneWizard(WizardScreen):
     def launched_run(self, result):
         found = super().launched_run(result)
         return found or (Path(self.project()).expanduser() / self._value("name")).resolve()
+
+
+def _error_of(test: Callable[[], Any]) -> str | None:
+    """The UserError message of `test()`, or None when it passes."""
+    try:
+        test()
+    except UserError as exc:
+        return str(exc)
+    return None
