@@ -14,14 +14,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `yolotui exec`."""
     from yolotui.commands._options import add_json
 
-    parser.add_argument("--name", default="exp", help="run name, a single folder name (default: exp)")
-    parser.add_argument("--project", default="runs/exec", help="parent folder of the run (default: runs/exec)")
+    parser.add_argument("--name", default=None,
+                        help="run name, a single folder name (default: exp; for the official train_dual.py its --name)")
+    parser.add_argument("--project", default=None,
+                        help="parent folder of the run (default: runs/exec; for the official train_dual.py its "
+                             "--project)")
     parser.add_argument("--exist-ok", action="store_true", help="reuse PROJECT/NAME instead of numbering a new one")
     parser.add_argument("--max-restarts", type=int, default=0, metavar="N",
                         help="restart the command up to N times when it fails (default: 0)")
     parser.add_argument("--save-signal", action="store_true",
                         help="the command writes a checkpoint on SIGUSR1 (enables `yolotui save`)")
     add_json(parser)
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
     parser.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
 
 
@@ -29,17 +35,24 @@ def run(args: argparse.Namespace) -> int:
     """Create the run folder and start the supervised command."""
     import json
 
+    from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.exec_run import ExecRequest, exec_run
 
     result = exec_run(ExecRequest(list(args.cmd_argv), name=args.name, project=args.project,
                                   exist_ok=args.exist_ok, max_restarts=args.max_restarts,
-                                  save_signal=args.save_signal))
+                                  save_signal=args.save_signal, slurm=slurm_options(args)))
     run_dir = result.run_dir
+    for line in [f"warning: {w}" for w in result.warnings] + list(result.notes):
+        print(line, file=sys.stderr)
     print(json.dumps(result.to_json()) if args.json else run_dir)
     from yolotui.runs.logout import launch_lines_for
 
     for line in launch_lines_for(run_dir):  # how it survives logout
         print(line, file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for note in result.notes:
+        print(note, file=sys.stderr)
     print(f"started run {run_dir.name}; follow: yolotui logs {run_dir.name} --follow; "
           f"stop: yolotui stop {run_dir.name}", file=sys.stderr)
     return 0

@@ -1,4 +1,8 @@
-"""`yolotui logs RUN [--follow] [--tail N]`: print a run's train.log; with --follow, keep printing until it ends."""
+"""`yolotui logs RUN [--follow] [--tail N] [--raw]`: print a run's train.log; with --follow, until it ends.
+
+Progress-bar lines show their final state and repeated tracebacks are collapsed (yolotui/runs/logtext.py), as
+in the dashboard's log pane; --raw prints the bytes as they are.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN", help="run name (see `yolotui ls`) or run folder")
     parser.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the run ends")
     parser.add_argument("-n", "--tail", type=int, default=None, metavar="N", help="start with the last N lines")
+    parser.add_argument("--raw", action="store_true",
+                        help="print the file as it is (every progress-bar redraw, every repeated traceback)")
     parser.add_argument("--interval", type=float, default=0.25, help=argparse.SUPPRESS)
 
 
@@ -51,14 +57,28 @@ def run(args: argparse.Namespace) -> int:
     offset = 0
     if args.tail is not None and path.exists():
         offset = _tail_offset(path, args.tail)
+    from yolotui.runs.logtext import LogCleaner
 
-    def pump() -> None:
+    cleaner = None if args.raw else LogCleaner()
+
+    def pump(final: bool = False) -> None:
         nonlocal offset
         try:
             with open(path, "rb") as handle:
                 handle.seek(offset)
                 data = handle.read()
         except FileNotFoundError:
+            return
+        if cleaner is not None:  # whole lines only, each in its final state (see yolotui/runs/logtext.py)
+            end = len(data) if final else data.rfind(b"\n") + 1
+            lines = data[:end].decode("utf-8", errors="replace").split("\n")
+            shown = cleaner.feed(lines[:-1] if lines and lines[-1] == "" else lines)
+            if final:
+                shown += cleaner.flush()
+            if shown:
+                out.write(("\n".join(shown) + "\n").encode("utf-8"))
+                out.flush()
+            offset += end
             return
         if data:
             out.write(data)
@@ -82,7 +102,7 @@ def _print_and_follow(run_dir, path, args, pump) -> int:
     from yolotui.runs.layout import LIVE_STATES
     from yolotui.runs.status import effective_state
 
-    pump()
+    pump(final=not args.follow)
     if not args.follow:
         if not path.exists():
             print(f"run {run_dir.name} has no train.log yet", file=sys.stderr)
@@ -91,7 +111,7 @@ def _print_and_follow(run_dir, path, args, pump) -> int:
         while effective_state(run_dir) in LIVE_STATES:
             time.sleep(args.interval)
             pump()
-        pump()
+        pump(final=True)
     except KeyboardInterrupt:
         return 0
     print(f"[yolotui: run {run_dir.name} is {effective_state(run_dir)}]", file=sys.stderr)

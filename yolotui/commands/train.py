@@ -113,16 +113,37 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     queue.add_argument("--when-free", nargs="?", const="", default=None, metavar="MEM",
                        help="start when the --device GPUs have MEM free (e.g. 20G; none given: no process on "
                             "them) and no other yolotui run holds them")
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
     recovery.add_argument("--restart-backoff", type=float, default=None, metavar="S",
                           help="seconds before the first retry, doubling for crashes and comm errors (default 2)")
+    official = parser.add_argument_group("official YOLOv9 trainer (--backend official: other flags go to its script)")
+    official.add_argument("--backend", choices=["yolotui", "official"], default="yolotui",
+                          help="yolotui: the built-in engine (default); official: train_dual.py of --repo")
+    official.add_argument("--repo", default=None, metavar="PATH",
+                          help="the official YOLOv9 checkout (default: this folder)")
+    official.add_argument("--script", default="train_dual.py", choices=["train_dual.py", "train.py", "train_triple.py"],
+                          help="which official training script (default train_dual.py)")
+    official.add_argument("--python", default=None, metavar="EXE",
+                          help="the trainer's interpreter, e.g. the official Docker image's python")
 
 
 def run(args: argparse.Namespace) -> int:
     """Validate, create the run folder, launch the trainer detached, print the folder."""
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
+    from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.launch import restart_limit
 
+    slurm = slurm_options(args)
+    if getattr(args, "backend", "yolotui") == "official":
+        if slurm is not None:
+            from yolotui.errors import UserError
+
+            raise UserError("--slurm runs yolotui's own trainer (or `yolotui exec --slurm -- python train_dual.py "
+                            "...`); it does not go with --backend official yet")
+        return run_official(args)
     given, layout = given_options(args), given_layout(args)
     if args.resume is not False and (args.after or args.after_ok or args.when_free is not None):
         from yolotui.errors import UserError
@@ -134,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         refuse_unchangeable(given, "cannot be given with --resume: a resumed run keeps its options; only "
                                    "--epochs, --batch-size, --device and --workers may change")
         target = None if args.resume is True else str(args.resume)
-        result = resume(ResumeRequest(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, layout=layout))
+        result = resume(ResumeRequest(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, layout=layout,
+                                      slurm=slurm))
         return after_launch(result, args.attach, args.json)
     from yolotui.jobs.new_run import NewRunRequest, new_run
 
@@ -143,5 +165,26 @@ def run(args: argparse.Namespace) -> int:
 
     queue = QueueRequest(after=args.after, after_ok=args.after_ok, when_free=args.when_free)
     result = new_run(NewRunRequest(given, layout, max_attempts=max_attempts, backoff_s=args.restart_backoff,
-                                   queue=queue if queue.wanted() else None))
+                                   queue=queue if queue.wanted() else None, slurm=slurm))
+    return after_launch(result, args.attach, args.json)
+
+
+def run_official(args: argparse.Namespace) -> int:
+    """`yolotui train --backend official`: the official script of --repo, every other flag passed to it."""
+    from yolotui.backends import official
+    from yolotui.commands._launch import after_launch
+    from yolotui.errors import UserError
+    from yolotui.jobs.launch import restart_limit
+    from yolotui.jobs.official import OfficialRunRequest, start_official
+
+    if args.resume is not False:
+        raise UserError("resume an official run with `yolotui resume RUN` (it passes --resume RUN/weights/last.pt)")
+    if args.restart_backoff is not None and args.restart_backoff < 0:
+        raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
+    _, script_args = official.split_flags(list(getattr(args, "raw_argv", []) or []),
+                                          official.YOLOTUI_FLAGS)
+    cmd = official.OfficialCommand(python=official.python_for(args.python), repo=official.find_repo(args.repo),
+                                   script=args.script, args=script_args)
+    result = start_official(OfficialRunRequest(cmd, max_attempts=restart_limit(args.max_restarts, args.max_attempts),
+                                               backoff_s=args.restart_backoff))
     return after_launch(result, args.attach, args.json)

@@ -25,7 +25,8 @@ class NewRunRequest:
     `options`: training options under their dest names (config.TRAIN_DEFAULTS keys), only those given;
     `layout`: process-layout flags (nproc_per_node, nnodes, node_rank, rdzv_endpoint, rdzv_id, master_addr,
     master_port); `max_attempts`: attempts in all (see jobs.launch.restart_limit); `backoff_s`: seconds
-    before the first retry (None: the supervisor's default); `queue`: what to wait for before starting.
+    before the first retry (None: the supervisor's default); `queue`: what to wait for before starting;
+    `slurm`: a yolotui.runs.slurm.SlurmOptions to submit the run as a SLURM job (None: run here).
     """
 
     options: dict[str, Any]
@@ -34,6 +35,7 @@ class NewRunRequest:
     backoff_s: float | None = None
     backend: str = ENGINE
     queue: QueueRequest | None = None
+    slurm: Any | None = None
 
 
 @dataclass
@@ -96,7 +98,7 @@ def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
         queue = queue_spec(request.queue, str(prepared.opt.get("device") or ""))
         warnings = start_training(prepared.run_dir, prepared.opt, max_attempts=request.max_attempts,
                                   dist_flags=request.layout, backoff_s=request.backoff_s, backend=request.backend,
-                                  queue=queue)
+                                  queue=queue, slurm=request.slurm)
     except UserError:
         if not prepared.opt.get("exist_ok"):
             shutil.rmtree(prepared.run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run

@@ -5,8 +5,9 @@ start: a resume keeps it), earlier_seconds (wall time of the attempts of earlier
 resume), updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
-remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it) and
-queue (what a queued run waits for, see yolotui.runs.queue).
+remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
+queue (what a queued run waits for, see yolotui.runs.queue) and slurm (job_id, restarts, nodes) for a run
+submitted to SLURM, whose liveness is its job's state, not the lock.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class RunStatus:
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
     # a queued run's wait (yolotui.runs.queue): spec, reason, since, waiting_on, gpus, claimed, started
     queue: dict[str, Any] | None = None
+    slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/runs/slurm.py)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:
@@ -114,12 +116,17 @@ def write_status(run_dir: Path, status: RunStatus) -> None:
 QUEUED_GRACE_S = 10.0
 
 
-def state_of(run_dir: Path, recorded: str | None, updated: float | None = None,
+def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None, *, updated: float | None = None,
              supervisor_pid: int | None = None) -> str:
     """The one "interrupted" rule: a recorded live state (or none at all) whose lock is free is `interrupted`;
     no status yet but the lock held is `queued`; a `queued` status that a launcher wrote (no `supervisor_pid`)
     in the last QUEUED_GRACE_S seconds (`updated`), whose lock was not taken since, stays `queued` while its
-    supervisor starts."""
+    supervisor starts. A SLURM run (`slurm_job`) takes its liveness from the job's state instead of the lock
+    (yolotui/runs/slurm.py), since the lock is held on another machine."""
+    if slurm_job:
+        from yolotui.runs import slurm
+
+        return slurm.derived_state(recorded, slurm_job)
     if recorded is None:
         return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
     if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
@@ -133,8 +140,18 @@ def state_of(run_dir: Path, recorded: str | None, updated: float | None = None,
 
 
 def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
-    """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`."""
+    """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`.
+
+    A SLURM run's liveness is its job's state (yolotui/runs/slurm.py), not the lock.
+    """
     status = status if status is not None else read_status(run_dir)
     if status is None:
         return state_of(run_dir, None)
-    return state_of(run_dir, status.state, status.updated, status.supervisor_pid)
+    return state_of(run_dir, status.state, slurm_job_of(status), updated=status.updated,
+                    supervisor_pid=status.supervisor_pid)
+
+
+def slurm_job_of(status: RunStatus | dict | None) -> str | None:
+    """The SLURM job id recorded in a status (or a status.json mapping), or None for a local run."""
+    slurm = status.get("slurm") if isinstance(status, dict) else getattr(status, "slurm", None)
+    return str(slurm["job_id"]) if isinstance(slurm, dict) and slurm.get("job_id") else None

@@ -23,8 +23,9 @@ from yolotui.runs.layout import (
     TRAIN_LOG,
     WEIGHTS_DIR,
 )
+from yolotui.runs.logtext import LogCleaner
 from yolotui.runs.results import read_rows
-from yolotui.runs.status import RunStatus, effective_state, read_status
+from yolotui.runs.status import RunStatus, effective_state, read_status, slurm_job_of
 from yolotui.tui.sources import CheckpointFacts, diagnose
 
 LOG_TAIL_BYTES = 32 * 1024
@@ -70,6 +71,7 @@ class RunView:
     last_problem: str | None = None  # the latest warning/error event, one line
     done: bool = False
     problems: list[str] = field(default_factory=list)  # files that could not be read
+    slurm: dict | None = None  # a SLURM run: job_id, state, reason, nodes, time_left (yolotui.runs.slurm)
 
     @property
     def attempt(self) -> int:
@@ -130,6 +132,7 @@ class RunReader:
         self._log_offset: int | None = None
         self._log_inode: int | None = None
         self._log_lines: deque[str] = deque(maxlen=LOG_LINES)
+        self._log_cleaner = LogCleaner()
         self._rate_mark: tuple[float, int, int] | None = None  # (ts, epoch, batch) at the start of the rate window
         self._wall_mark: float | None = None  # ts of the previous epoch event (or start) of this attempt
         self.view = RunView(str(self.run_dir), name or self.run_dir.name, "unknown")
@@ -147,6 +150,11 @@ class RunReader:
             view.problems.append("status.json unreadable (the supervisor rewrites it)")
         view.status = status
         view.state = effective_state(self.run_dir, status)
+        job = slurm_job_of(status)
+        if job:
+            from yolotui.runs.slurm import describe
+
+            view.slurm = describe(job)  # squeue, bounded and cached (this runs in a worker thread)
         view.name = self.name or (status.name if status and status.name else self.run_dir.name)
         self._read_events(view)
         self._read_results(view)
@@ -284,6 +292,7 @@ class RunReader:
                 if self._log_offset is None or stat.st_ino != self._log_inode or stat.st_size < self._log_offset:
                     start = max(0, stat.st_size - LOG_TAIL_BYTES)
                     self._log_lines.clear()
+                    self._log_cleaner = LogCleaner()
                     view.log_reset = True
                     handle.seek(start)
                     data = handle.read()
@@ -301,7 +310,8 @@ class RunReader:
         end = data.rfind(b"\n") + 1  # a line still being written waits for its newline
         self._log_offset = (self._log_offset or 0) + end
         text = data[:end].decode("utf-8", errors="replace")
-        lines = [line.rstrip("\r") for line in text.splitlines()]
+        # progress bars: each line's final state, not every \r redraw; repeated tracebacks collapsed
+        lines = self._log_cleaner.feed(text.split("\n")[:-1])
         self._log_lines.extend(lines)
         view.new_log_lines = lines[-LOG_LINES:]
         view.log_lines = list(self._log_lines)
