@@ -261,7 +261,7 @@ def test_a_queued_run_whose_supervisor_is_starting_is_not_interrupted(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     # What the launcher writes a moment before the new supervisor takes the lock.
-    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued").to_dict(),
+    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued", launching=True).to_dict(),
                                              "updated": time.time()})
     assert effective_state(run_dir) == "queued"
     from yolotui.runs.summary import summarize
@@ -272,11 +272,15 @@ def test_a_queued_run_whose_supervisor_is_starting_is_not_interrupted(tmp_path):
     os.close(lock.acquire(run_dir))
     assert effective_state(run_dir) == "interrupted"
     # A supervisor's own queued status (it waited in a queue) without the lock: it died, whatever the age.
-    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued", supervisor_pid=4242).to_dict(),
+    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued", supervisor_pid=4242, launching=True).to_dict(),
+                                             "updated": time.time()})
+    assert effective_state(run_dir) == "interrupted"
+    # A queued status no launcher wrote (nothing is starting) without the lock: interrupted, however fresh.
+    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued").to_dict(),
                                              "updated": time.time()})
     assert effective_state(run_dir) == "interrupted"
     # A queued status that stayed without a supervisor is still reported as interrupted.
-    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued").to_dict(),
+    atomic_write_json(status_path(run_dir), {**RunStatus(name="run", state="queued", launching=True).to_dict(),
                                              "updated": time.time() - 600})
     assert effective_state(run_dir) == "interrupted"
 
@@ -292,7 +296,7 @@ async def test_no_interrupted_toast_during_a_resume_from_the_tui(tmp_path):
         app.notify = lambda message, **kw: (toasts.append(f"{kw.get('title')}: {message}"),  # type: ignore
                                             real_notify(message, **kw))
         # The resume's launcher rewrites status.json as queued; the supervisor has not taken the lock yet.
-        atomic_write_json(status_path(run.path), {**RunStatus(name="resumed", state="queued").to_dict(),
+        atomic_write_json(status_path(run.path), {**RunStatus(name="resumed", state="queued", launching=True).to_dict(),
                                                   "updated": time.time()})
         count = app.home.load_count
         app.home.request_load()

@@ -237,6 +237,7 @@ def launch(
     _clear_requests(run_dir)
     status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
                        command=argv, backend=backend, device=device)
+    status.launching = True  # queued, not interrupted, until the supervisor takes the lock (status.state_of)
     previous = read_status(run_dir)
     if previous is not None:  # a resume: keep the first start and the time the earlier attempts ran
         status.started = previous.started

@@ -2,7 +2,7 @@
 
 Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started (the run's FIRST
 start: a resume keeps it), earlier_seconds (wall time of the attempts of earlier supervisors: before the latest
-resume), updated, ended,
+resume), launching (a launcher wrote it; its supervisor is starting), updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
 remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
@@ -46,6 +46,7 @@ class RunStatus:
     device: str | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
     remedies: list[dict[str, Any]] = field(default_factory=list)
+    launching: bool = False  # written by a launcher before its supervisor starts (see state_of)
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
     # a queued run's wait (yolotui.runs.queue): spec, reason, since, waiting_on, gpus, claimed, started
     queue: dict[str, Any] | None = None
@@ -117,9 +118,10 @@ QUEUED_GRACE_S = 10.0
 
 
 def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None, *, updated: float | None = None,
-             supervisor_pid: int | None = None) -> str:
+             supervisor_pid: int | None = None, launching: bool = False) -> str:
     """The one "interrupted" rule: a recorded live state (or none at all) whose lock is free is `interrupted`;
-    no status yet but the lock held is `queued`; a `queued` status that a launcher wrote (no `supervisor_pid`)
+    no status yet but the lock held is `queued`; a `queued` status that a launcher wrote (`launching`, no
+    `supervisor_pid`)
     in the last QUEUED_GRACE_S seconds (`updated`), whose lock was not taken since, stays `queued` while its
     supervisor starts. A SLURM run (`slurm_job`) takes its liveness from the job's state instead of the lock
     (yolotui/runs/slurm.py), since the lock is held on another machine."""
@@ -130,7 +132,7 @@ def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None, 
     if recorded is None:
         return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
     if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
-        if (recorded == QUEUED and not supervisor_pid and isinstance(updated, (int, float))
+        if (recorded == QUEUED and launching and not supervisor_pid and isinstance(updated, (int, float))
                 and 0 <= time.time() - updated < QUEUED_GRACE_S):
             taken = lock.taken_at(Path(run_dir))
             if taken is None or taken < updated:
@@ -148,7 +150,7 @@ def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
     if status is None:
         return state_of(run_dir, None)
     return state_of(run_dir, status.state, slurm_job_of(status), updated=status.updated,
-                    supervisor_pid=status.supervisor_pid)
+                    supervisor_pid=status.supervisor_pid, launching=bool(status.launching))
 
 
 def slurm_job_of(status: RunStatus | dict | None) -> str | None:

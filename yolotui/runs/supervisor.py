@@ -349,6 +349,7 @@ class Supervisor:
         self.status.device = self.config.get("device")
         self.status.max_attempts = max_attempts
         self.status.supervisor_pid = self.pid
+        self.status.launching = False
         if previous is not None:  # a resume: the run's first start stays, earlier attempts' time is kept
             earlier = attempt_seconds(list(previous.attempts or []), previous.ended or previous.updated)
             self.status.earlier_seconds = (previous.earlier_seconds or 0.0) + (earlier or 0.0)
