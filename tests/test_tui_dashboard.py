@@ -75,7 +75,7 @@ async def test_running_run_follows_appended_events_results_and_log(runs):
         screen = await open_dashboard(pilot, app)
         header = text_of(screen, "#run-header")
         assert "running" in header and "attempt 2/3" in header and "elapsed 10:00" in header
-        assert "  3/20" in text_of(screen, "#progress")
+        assert "overall 3/20" in text_of(screen, "#progress")  # epochs done (yolotui.formatting's numbering)
         assert "10/20" in text_of(screen, "#progress")  # batch 9 (0-based) of 20 done
         restarts = text_of(screen, "#restarts")
         assert "#1 oom" in restarts and "batch 16 -> 8" in restarts
@@ -89,7 +89,7 @@ async def test_running_run_follows_appended_events_results_and_log(runs):
             appender.stop()
         assert await wait_until(pilot, lambda: len(screen.view.points) == 3 + len(appender.written_epochs))
         finished = len(screen.view.points)
-        assert await wait_until(pilot, lambda: f"{finished:>3}/20" in text_of(screen, "#progress"))
+        assert await wait_until(pilot, lambda: f"overall {finished}/20" in text_of(screen, "#progress"))
         assert len(screen.query_one("#loss-chart", BrailleChart).series[0].values) == finished
         log = screen.query_one("#log")
         assert await wait_until(pilot, lambda: any(f"epoch {finished - 1} done" in line for line in log.lines))

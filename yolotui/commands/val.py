@@ -27,6 +27,21 @@ def _as_single_class(labels):
     return labels
 
 
+DEFAULT_IMGSZ = 640
+
+
+def trained_imgsz(info: dict) -> int | None:
+    """The image size a checkpoint was trained at (its opt's imgsz / img_size), None when it does not say."""
+    opt = info.get("opt") or {}
+    for key in ("imgsz", "img_size"):
+        value = opt.get(key)
+        if isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 32:
+            return value
+    return None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags named as in the official val_dual.py."""
     parser.add_argument("--weights", required=True,
@@ -34,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="data set yaml (train/val/test, names)")
     from yolotui.commands._options import add_batch, add_imgsz
 
-    add_imgsz(parser, default=640, help="inference size in pixels (rounded up to a multiple of the model stride)")
+    add_imgsz(parser, default=None, help="inference size in pixels (default: the size the checkpoint was trained at, "
+              f"else {DEFAULT_IMGSZ}; rounded up to a multiple of the model stride)")
     add_batch(parser, default=32, help="batch size (default 32)")
     parser.add_argument("--device", default="", help="cuda device, e.g. 0 or cuda:0, or cpu (default: GPU 0 if any)")
     parser.add_argument("--conf", "--conf-thres", dest="conf", type=float, default=0.001,
@@ -63,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.batch_size < 1:
         raise UserError(f"--batch-size {args.batch_size}: must be at least 1")
-    if args.imgsz < 32:
+    if args.imgsz is not None and args.imgsz < 32:
         raise UserError(f"--imgsz {args.imgsz}: must be at least 32")
     if not 0.0 <= args.conf <= 1.0:
         raise UserError(f"--conf {args.conf}: must be between 0 and 1")
@@ -161,10 +177,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--weights {weights} predicts {info['nc']} classes but {data.yaml_path} has "
                         f"nc={nc}; validate on the data set the model was trained for{hint}")
     stride = int(max(float(s) for s in getattr(model, "stride", torch.tensor([32.0])))) or 32
-    imgsz = args.imgsz
+    asked = args.imgsz if args.imgsz is not None else (trained_imgsz(info) or DEFAULT_IMGSZ)
+    imgsz = asked
     if imgsz % stride:
         imgsz = (imgsz // stride + 1) * stride
-        print(f"yolotui: warning: --img {args.imgsz} must be a multiple of the model stride {stride}, "
+        print(f"yolotui: warning: --img {asked} must be a multiple of the model stride {stride}, "
               f"updated to {imgsz}", file=sys.stderr)
     report = check_labels(list_images(data.split(args.task)), data.nc)
     for warning in report.warnings[:_MAX_WARNINGS]:
@@ -191,7 +208,10 @@ def run(args: argparse.Namespace) -> int:
                    **result.to_dict()}
         print(json.dumps(payload, indent=2))
         return 0
-    print(f"{weights} ({info['weights']} weights, epoch {info.get('epoch')}) on {data.yaml_path} "
+    from yolotui import formatting
+
+    print(f"{weights} ({info['weights']} weights, {formatting.epochs_done(info.get('epoch'), info.get('epochs'))}) "
+          f"on {data.yaml_path} "
           f"'{args.task}': {len(dataset)} images at {imgsz} px, {device}")
     print(format_table(result))
     per_image_ms = 1000 * result.seconds / max(result.images, 1)

@@ -46,6 +46,7 @@ class PreparedRun:
     opt: dict[str, Any]
     hyp: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # facts worth a line, not problems (shipped configs used)
 
 
 def check_weights_file(path: str | Path) -> list[str]:
@@ -73,7 +74,8 @@ def prepare_run(options: dict[str, Any]) -> PreparedRun:
     from yolotui.config import default_options, load_hyp, validate_options
     from yolotui.runs import layout, store
 
-    opt, warnings = validate_options(default_options(**options))
+    notes: list[str] = []
+    opt, warnings = validate_options(default_options(**options), notes=notes)
     if opt["weights"]:
         warnings += check_weights_file(opt["weights"])
     hyp = load_hyp(Path(opt["hyp"]))
@@ -85,7 +87,7 @@ def prepare_run(options: dict[str, Any]) -> PreparedRun:
     run_dir = store.create_run_dir(project, str(opt["name"]), exist_ok=bool(opt["exist_ok"]))
     opt["save_dir"] = str(run_dir)
     write_run_files(run_dir, opt, hyp)
-    return PreparedRun(run_dir, opt, hyp, warnings)
+    return PreparedRun(run_dir, opt, hyp, warnings, notes)
 
 
 def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
@@ -103,7 +105,8 @@ def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
         raise
     if queue:
         notes = [*(notes or []), describe_spec(queue)]
-    return started(prepared.run_dir, "queued" if queue else "started", [*prepared.warnings, *warnings], notes)
+    return started(prepared.run_dir, "queued" if queue else "started", [*prepared.warnings, *warnings],
+                   [*prepared.notes, *(notes or [])])
 
 
 def new_run(request: NewRunRequest) -> StartedRun:

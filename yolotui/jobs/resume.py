@@ -157,7 +157,9 @@ def resume(request: ResumeRequest) -> StartedRun:
     warnings = start_training(run_dir, opt, overrides, dist_flags={**saved, **(request.layout or {})},
                               backend=read_backend(run_dir), slurm=slurm)
     verb = "extending" if epochs is not None and epochs > planned else "resumed"
-    note = f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs"
+    from yolotui import formatting
+
+    note = f"{verb} after {formatting.epochs_done(done, epochs or planned, manifest.get('step', 0))}"
     return started(run_dir, verb, warnings, [note])
 
 

@@ -27,6 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from yolotui import formatting
 from yolotui.runs import decision
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import EventWriter
@@ -193,7 +194,7 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
         flag_scale = flag_value([str(a) for a in record.get("command") or []], ("--lr-scale",))[1]
         scale = float(start.get("lr_scale") or flag_scale or 1.0)
         checkpoint = last_checkpoint(run_dir)
-        source = (f"weights/last.pt (epoch {checkpoint.get('epoch')}, batch {checkpoint.get('step')}), the last "
+        source = (f"weights/last.pt ({formatting.epochs_done(checkpoint.get('epoch'), checkpoint.get('epochs'), checkpoint.get('step'))}), the last "
                   "checkpoint with finite losses" if checkpoint else "the start (no checkpoint was written yet)")
         if engine:
             changes["args"] = {"--lr-scale": scale / 2}

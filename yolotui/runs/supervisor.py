@@ -51,7 +51,7 @@ from yolotui.runs.layout import (
     TRAIN_LOG,
 )
 from yolotui.runs.runconfig import read_run_config
-from yolotui.runs.status import RunStatus, read_status, write_status
+from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status
 
 POLL_S = 0.1
 QUEUE_POLL_S = 2.0  # how often a queued run checks its conditions (YOLOTUI_QUEUE_POLL_S overrides)
@@ -349,7 +349,11 @@ class Supervisor:
         self.status.device = self.config.get("device")
         self.status.max_attempts = max_attempts
         self.status.supervisor_pid = self.pid
-        self.status.started = time.time()
+        self.status.launching = False
+        if previous is not None:  # a resume: the run's first start stays, earlier attempts' time is kept
+            earlier = attempt_seconds(list(previous.attempts or []), previous.ended or previous.updated)
+            self.status.earlier_seconds = (previous.earlier_seconds or 0.0) + (earlier or 0.0)
+        self.status.started = (previous.started if previous is not None else None) or time.time()
         self.status.ended = None
         self.status.attempt = 0
         self.status.attempts = []

@@ -19,15 +19,27 @@ class HostReading:
         return asdict(self)
 
 
+PRIME_INTERVAL_S = 0.1
+_cpu_primed = False
+
+
 def read_host() -> HostReading:
-    """Read the host's CPU and memory now (the first CPU reading of a process is 0.0: psutil needs an interval)."""
+    """Read the host's CPU and memory now.
+
+    psutil's CPU percent is the use since its previous call, and a process's very first call has nothing to
+    compare with (it says 0.0 even on a busy machine): the first reading therefore measures over a short
+    interval (PRIME_INTERVAL_S) so that no screen ever shows a false 0 %.
+    """
+    global _cpu_primed
     try:
         import psutil
     except ImportError:
         return HostReading()
     reading = HostReading()
     try:
-        reading.cpu_pct = float(psutil.cpu_percent(interval=None))
+        interval = None if _cpu_primed else PRIME_INTERVAL_S
+        reading.cpu_pct = float(psutil.cpu_percent(interval=interval))
+        _cpu_primed = True
     except (OSError, RuntimeError):
         pass
     try:

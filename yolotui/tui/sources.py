@@ -76,12 +76,11 @@ class _HostOnlySampler:
         self.reason = reason
 
     def sample(self) -> SnapshotFacts:
-        host = HostFacts()
+        host: Any = HostFacts()
         try:
-            import psutil
+            from yolotui.telemetry.host import read_host  # primes the CPU counter: no false 0 % at start
 
-            memory = psutil.virtual_memory()
-            host = HostFacts(psutil.cpu_percent(interval=None), memory.used / 2**20, memory.total / 2**20)
+            host = read_host()
         except Exception:
             pass
         return SnapshotFacts(ts=time.time(), available=False, reason=self.reason, host=host)

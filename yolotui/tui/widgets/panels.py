@@ -6,15 +6,19 @@ component classes so they follow the theme.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
 from textual.widgets import Static
 
+from yolotui import formatting
 from yolotui.formatting import age as format_age
 from yolotui.formatting import duration as format_duration
 from yolotui.formatting import size as format_size
+from yolotui.runs.layout import LIVE_STATES
+from yolotui.runs.status import elapsed_seconds
 from yolotui.tui.runview import RunView
 from yolotui.tui.widgets.sparkline import bar, sparkline
 
@@ -97,10 +101,7 @@ class RunHeader(Panel):
             text.append(attempts)
             text.append("  device ", self.style_for("label"))
             text.append(status.device or "--")
-            elapsed = None
-            if status.started:
-                end = status.ended if status.ended and view.state not in ("running", "restarting") else now
-                elapsed = end - status.started
+            elapsed = elapsed_seconds(status, now, view.state in LIVE_STATES)
             text.append("  elapsed ", self.style_for("label"))
             text.append(format_duration(elapsed))
         if view.slurm:
@@ -116,7 +117,8 @@ class RunHeader(Panel):
 
 
 class ProgressPanel(Panel):
-    """Two lines: the epoch in progress and the whole run, with ETA and images/s."""
+    """Two lines: the epoch in progress ('epoch 6 of 50') and the whole run ('5/50' epochs done), in the one
+    epoch numbering of yolotui.formatting; ETA and images/s only while the run is live."""
 
     DEFAULT_CSS = "ProgressPanel { height: 2; padding: 0 1; }" + _PANEL_CSS_CLASSES.format(name="ProgressPanel")
 
@@ -124,25 +126,26 @@ class ProgressPanel(Panel):
         width = max(10, self.content_size.width or 78)
         bar_w = max(5, width - 52)
         text = Text(no_wrap=True, overflow="ellipsis")
-        epoch_label = f"{(view.epoch or 0) + 1}/{view.epochs}" if view.epochs else (
-            str((view.epoch or 0) + 1) if view.epoch is not None else "--")
-        text.append("epoch   ", self.style_for("label"))
-        text.append(f"{epoch_label:>7} ")
+        live = view.state in LIVE_STATES
+        epoch_label = formatting.epoch_in_progress(view.epoch, view.epochs, unknown="epoch --")
+        text.append(f"{epoch_label:<15} ")
         frac = view.epoch_fraction()
         text.append(bar(frac, bar_w), self.style_for("info"))
         text.append(f" {_pct(frac)}")
         if view.batches:
             text.append(f"  {view.batch}/{view.batches}", self.style_for("label"))
-        text.append(f"  eta {format_duration(view.epoch_eta())}")
-        if view.imgs_per_s is not None:
-            text.append(f"  {view.imgs_per_s:,.0f} img/s")
+        if live:
+            text.append(f"  eta {format_duration(view.epoch_eta())}")
+            if view.imgs_per_s is not None:
+                text.append(f"  {formatting.speed(view.imgs_per_s)}")
         text.append("\n")
         overall = view.overall_fraction()
         text.append("overall ", self.style_for("label"))
-        text.append(f"{view.finished_epochs:>3}/{view.epochs or '--':<3} ")
+        text.append(f"{formatting.epochs(view.finished_epochs, view.epochs):<7} ")
         text.append(bar(overall, bar_w), self.style_for("good"))
         text.append(f" {_pct(overall)}")
-        text.append(f"  eta {format_duration(view.overall_eta())}")
+        if live:
+            text.append(f"  eta {format_duration(view.overall_eta())}")
         if view.last_problem:
             text.append("  " + view.last_problem, self.style_for("warn"))
         self.set_text(text)
@@ -166,9 +169,7 @@ class CheckpointPanel(Panel):
             text.append(facts.verdict, self.style_for(VERDICT_CLASS.get(facts.verdict, "muted")))
             if facts.verdict == "missing":
                 continue
-            epoch = "--" if facts.epoch is None else str(facts.epoch)
-            if facts.total_epochs:
-                epoch += f"/{facts.total_epochs}"
+            epoch = formatting.epochs(facts.epoch, facts.total_epochs)
             age = format_age(now - facts.mtime) if facts.mtime else "--"
             text.append(f"\n  ep {epoch}  {age} ago  {format_size(facts.size)}", self.style_for("label"))
             if facts.verdict in ("corrupt", "incomplete", "unknown") and facts.reasons:
@@ -270,12 +271,16 @@ class GpuPanel(Panel):
     def _host(self, text: Text, history: Sequence[Any], width: int) -> None:
         latest = history[-1]
         reason = str(getattr(latest, "reason", None) or "")
+        # Wrapped to the panel's width: a narrow panel must not cut the reason off.
         if reason.startswith("no NVIDIA GPU"):
-            text.append(reason, self.style_for("warn"))
+            lines = textwrap.wrap(reason, max(10, width)) or ["no NVIDIA GPU"]
+            text.append(lines[0], self.style_for("warn"))
+            for line in lines[1:]:
+                text.append(f"\n{line}", self.style_for("warn"))
         else:
             text.append("no NVIDIA GPU", self.style_for("warn"))
-            if reason:
-                text.append(f"\n {reason}", self.style_for("muted"))
+            for line in textwrap.wrap(reason, max(10, width - 1)):
+                text.append(f"\n {line}", self.style_for("muted"))
         host = getattr(latest, "host", None)
         cpu = getattr(host, "cpu_pct", None)
         spark_w = max(4, width - 12)
