@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo-data": ("demo_data", "generate the demo data set of coloured shapes"),
     "model-info": ("model_info", "layers, parameters and GFLOPs of a model config"),
     "service": ("service", "install a systemd user unit that resumes interrupted runs at boot"),
+    "notify": ("notify", "notifications: `yolotui notify test` sends a test message to every target"),
 }
 
 

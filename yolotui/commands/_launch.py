@@ -37,13 +37,15 @@ def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None, nproc
 
 def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any] | None = None,
                    max_attempts: int = DEFAULT_MAX_ATTEMPTS, dist_flags: dict[str, Any] | None = None,
-                   backoff_s: float | None = None) -> None:
+                   backoff_s: float | None = None, run_extra: dict[str, Any] | None = None) -> None:
     """Launch the trainer for `run_dir` under a detached supervisor (UserError before detaching on bad input).
 
     `dist_flags` holds the process-layout flags (--nproc-per-node, --nnodes, --node-rank, --rdzv-endpoint ...);
-    see yolotui.commands._distributed.
+    see yolotui.commands._distributed. `run_extra`: the shared flags' run.yaml entries (commands/_runflags.py);
+    those of the run's previous run.yaml that are not given again are kept (a resume keeps its notifications).
     """
     from yolotui.commands._distributed import plan_launch, run_yaml_entry, sync_bn_warning
+    from yolotui.commands._runflags import carried_over
     from yolotui.runs.launcher import launch
 
     run_dir = Path(run_dir)
@@ -57,7 +59,7 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
            device=str(opt.get("device") or ""), max_attempts=max_attempts, env=plan.env(),
            **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
            extra={"options": opt_yaml_dict(opt), "save_signal": True,
-                  "distributed": run_yaml_entry(plan, dist_flags)})
+                  "distributed": run_yaml_entry(plan, dist_flags), **carried_over(run_dir, run_extra or {})})
 
 
 def after_launch(run_dir: Path, attach: bool, verb: str = "started") -> int:

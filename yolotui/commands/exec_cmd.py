@@ -19,6 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="restart the command up to N times when it fails (default: 0)")
     parser.add_argument("--save-signal", action="store_true",
                         help="the command writes a checkpoint on SIGUSR1 (enables `yolotui save`)")
+    from yolotui.commands._runflags import add_run_flags
+
+    add_run_flags(parser)
     parser.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
 
 
@@ -39,8 +42,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--max-restarts must be 0 or more (got {args.max_restarts})")
     validate_name(args.name)
     check_command(command)
+    from yolotui.commands._runflags import run_extra
+
+    extra = {**run_extra(args), **({"save_signal": True} if args.save_signal else {})}
     run_dir = create_run_dir(Path(args.project), args.name, exist_ok=args.exist_ok)
-    extra = {"save_signal": True} if args.save_signal else None
     launch(run_dir, command, name=run_dir.name, backend="exec", max_attempts=args.max_restarts + 1, extra=extra)
     print(run_dir)
     from yolotui.runs.logout import launch_lines_for

@@ -36,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._distributed import add_distributed_flags
 
     add_distributed_flags(parser)
+    from yolotui.commands._runflags import add_run_flags
+
+    add_run_flags(parser)
 
 
 def source_checkpoint(value: str) -> tuple[Path, Path | None]:
@@ -68,6 +71,9 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--epochs {args.epochs}: must be at least 1")
     if args.lr_scale <= 0:
         raise UserError(f"--lr-scale {args.lr_scale}: must be above 0")
+    from yolotui.commands._runflags import run_extra
+
+    extra_run = run_extra(args)  # a bad --log-config is refused before any folder is made
     ckpt, source_run = source_checkpoint(args.source)
     source_opt = load_yaml(source_run / layout.OPT_YAML, "opt.yaml") if source_run else {}
     given = {
@@ -99,5 +105,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"fine-tuning from {ckpt} (lr0 {hyp['lr0']:.3g}, freeze {opt['freeze']}, {opt['epochs']} epochs)")
     from yolotui.commands._distributed import given_layout
 
-    start_training(run_dir, opt, dist_flags=given_layout(args))
+    start_training(run_dir, opt, dist_flags=given_layout(args), run_extra=extra_run)
     return after_launch(run_dir, args.attach)

@@ -29,6 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default=None)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
+    from yolotui.commands._runflags import add_run_flags
+
+    add_run_flags(parser)
     parser.add_argument("--from", dest="from_ckpt", default=None, metavar="CKPT",
                         help="resume from this checkpoint of the run (best.pt, epochN.pt) when last.pt is damaged; "
                              "the damaged last.pt is kept as last.pt.damaged-<time>")
@@ -93,7 +96,8 @@ def newest_resumable() -> Path:
 
 def resume_run(target: str | None, epochs: int | None = None, batch_size: int | None = None,
                device: str | None = None, workers: int | None = None, attach: bool = False,
-               dist_flags: dict[str, Any] | None = None, from_ckpt: str | None = None) -> int:
+               dist_flags: dict[str, Any] | None = None, from_ckpt: str | None = None,
+               run_extra: dict[str, Any] | None = None) -> int:
     """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
     from yolotui.commands._launch import after_launch, start_training
     from yolotui.config import device_string, load_yaml, parse_device
@@ -143,7 +147,7 @@ def resume_run(target: str | None, epochs: int | None = None, batch_size: int | 
     saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
     if device is not None:
         saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
-    start_training(run_dir, opt, overrides, dist_flags={**saved, **(dist_flags or {})})
+    start_training(run_dir, opt, overrides, dist_flags={**saved, **(dist_flags or {})}, run_extra=run_extra)
     verb = "extending" if epochs is not None and epochs > planned else "resumed"
     print(f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs")
     return after_launch(run_dir, attach, verb="resuming")
@@ -166,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"{flags} cannot be changed on resume: a resumed run keeps its options; only --epochs, "
                         "--batch-size, --device and --workers may change (use `yolotui finetune` for a new run)")
     from yolotui.commands._distributed import given_layout
+    from yolotui.commands._runflags import run_extra
 
     return resume_run(args.run, args.epochs, args.batch_size, args.device, args.workers, args.attach,
-                      dist_flags=given_layout(args), from_ckpt=getattr(args, "from_ckpt", None))
+                      dist_flags=given_layout(args), from_ckpt=getattr(args, "from_ckpt", None),
+                      run_extra=run_extra(args))

@@ -69,6 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Official train_dual.py flags plus --resume, --attach, --max-restarts/--max-attempts, --restart-backoff."""
     add_training_flags(parser)
     add_distributed_flags(parser)
+    from yolotui.commands._runflags import add_run_flags
+
+    add_run_flags(parser)
     parser.add_argument("--resume", nargs="?", const=True, default=False, metavar="RUN|PATH",
                         help="resume a run (none given: the newest interrupted one)")
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
@@ -126,7 +129,9 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.commands._launch import after_launch, start_training
     from yolotui.errors import UserError
 
-    given, dist_flags = given_options(args), given_layout(args)
+    from yolotui.commands._runflags import run_extra
+
+    given, dist_flags, extra_run = given_options(args), given_layout(args), run_extra(args)
     if args.resume is not False:
         from yolotui.commands.resume import resume_run
 
@@ -137,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
                             "--epochs, --batch-size, --device and --workers may change")
         target = None if args.resume is True else str(args.resume)
         return resume_run(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, attach=args.attach,
-                          dist_flags=dist_flags)
+                          dist_flags=dist_flags, run_extra=extra_run)
     max_attempts = restart_limit(args.max_restarts, args.max_attempts)
     if args.restart_backoff is not None and args.restart_backoff < 0:
         raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
@@ -146,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     try:
         start_training(run_dir, opt, max_attempts=max_attempts, dist_flags=dist_flags,
-                       backoff_s=args.restart_backoff)
+                       backoff_s=args.restart_backoff, run_extra=extra_run)
     except UserError:
         if not opt["exist_ok"]:
             import shutil

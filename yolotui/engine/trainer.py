@@ -52,6 +52,7 @@ class EngineOverrides:
     workers: int | None = None
     lr_scale: float | None = None  # multiplies the scheduled lr (the nan remedy halves it); kept in checkpoints
     accumulate: int | None = None  # batches per optimizer step (the oom remedy doubles it as the batch halves)
+    cache: str | None = None  # "ram" or "none" (the host-oom remedy turns the RAM cache off)
 
 
 def select_device(device: str) -> torch.device:
@@ -151,7 +152,8 @@ class Trainer:
         if self.resume_ckpt is not None:
             saved = self.resume_ckpt["opt"]
             planned = int(self.resume_ckpt["epochs"])
-            self.opt = {**self.opt, **{k: v for k, v in saved.items() if k not in ("batch_size", "device", "workers")}}
+            self.opt = {**self.opt, **{k: v for k, v in saved.items()
+                                        if k not in ("batch_size", "device", "workers", "cache")}}
             self.opt["freeze"] = parse_freeze(self.opt.get("freeze", [0]))
             self.opt["epochs"] = planned
             self.hyp = dict(self.resume_ckpt["hyp"])
@@ -163,6 +165,8 @@ class Trainer:
             self.opt["device"] = ov.device
         if ov.workers is not None:
             self.opt["workers"] = int(ov.workers)
+        if ov.cache is not None:
+            self.opt["cache"] = None if ov.cache == "none" else ov.cache
         self.epochs = int(self.opt["epochs"])
         self.batch_size = int(self.opt["batch_size"])
         self.lr_scale = float(ov.lr_scale if ov.lr_scale is not None else self.opt.get("lr_scale", 1.0))

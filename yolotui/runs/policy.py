@@ -9,6 +9,10 @@ easy to test and to extend. The classes today:
 - killed by a signal the supervisor did not send (SIGKILL from the OOM killer, `kill` by hand ...)
                                            -> class `killed`, no retry: offered for resume
 - the command could not be started        -> class `data` (a configuration error), no retry
+- the stall watchdog ended it (`hang` in the record)
+                                           -> class `hang`, resumed from last.pt
+- SIGKILL with evidence of the kernel's OOM killer (`host_oom` in the record)
+                                           -> class `host-oom`, resumed with fewer workers and no RAM cache
 - any other nonzero exit                   -> class `crash`, retried while attempts < max_attempts
 
 The trainer's `error` event of the attempt names the class first (oom, comm, nan, data, crash; see
@@ -34,6 +38,8 @@ NAN = "nan"
 DATA = "data"
 KILLED = "killed"
 CRASH = "crash"
+HANG = "hang"  # no progress: the stall watchdog stopped the trainer (yolotui/runs/watchdog.py)
+HOST_OOM = "host-oom"  # SIGKILL from the kernel's OOM killer (yolotui/runs/hostoom.py)
 
 DEFAULT_BACKOFF_S = 2.0
 DEFAULT_BACKOFF_MAX_S = 60.0
@@ -60,6 +66,7 @@ class Decision:
     state: str = FAILED
     message: str = ""
     settings: dict[str, Any] = field(default_factory=dict)  # what the remedy changed: {name: [was, now]}
+    counted: bool = True  # False: a retry on its class's own budget (comm), not counted against max_attempts
 
 
 def restart_settings(run_config: dict[str, Any]) -> tuple[int, float, float]:
@@ -126,6 +133,12 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
         return Decision(retry=False, state=FAILED, failure_class=DATA,
                         message=f"cannot start the command: {record['spawn_error']}",
                         remedy="fix the command (is it installed and on PATH?) and start a new run")
+    from yolotui.runs.remedies import plan_remedy  # remedies imports this module
+
+    if record.get("hang"):  # the stall watchdog ended it: whatever the exit looks like, it was a hang
+        return plan_remedy(HANG, f"{how} after a stall: {record['hang']}", record, run_config,
+                           events_since_attempt, run_dir=record.get("run_dir"),
+                           changes_so_far=record.get("changes_so_far"))
     event_class, event_message = classify_events(events_since_attempt)
     if exit_signal is None and exit_code == 0:
         if any(e.get("type") == "stop" for e in events_since_attempt):
@@ -137,6 +150,11 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     # CUDA/NCCL messages in the log tail of a command that writes no events).
     sent = set(record.get("signals_sent") or ())
     outside_signal = exit_signal if exit_signal is not None else _SIGNAL_EXIT_CODES.get(exit_code)
+    if event_class is None and outside_signal == signal.SIGKILL and outside_signal not in sent \
+            and record.get("host_oom"):
+        return plan_remedy(HOST_OOM, f"{how} by the kernel's OOM killer: {record['host_oom']}", record,
+                           run_config, events_since_attempt, run_dir=record.get("run_dir"),
+                           changes_so_far=record.get("changes_so_far"))
     if event_class is None and outside_signal in _OUTSIDE_SIGNALS and outside_signal not in sent:
         name = record.get("name") or run_config.get("name") or ""
         return Decision(retry=False, state=FAILED, failure_class=KILLED,
@@ -150,8 +168,6 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     if log_class and not event_message:
         event_message = f"{log_class} error in the log: " + _matching_line(record.get("log_tail") or "", log_class)
     message = f"{how}: {event_message}" if event_message else how
-    from yolotui.runs.remedies import plan_remedy  # remedies imports this module
-
     return plan_remedy(failure_class, message, record, run_config, events_since_attempt,
                        run_dir=record.get("run_dir"), changes_so_far=record.get("changes_so_far"))
 

@@ -3,7 +3,8 @@
 Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started, updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
-remedies (what was applied before the current attempt) and stop (a stop request and the signals sent for it).
+remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it) and
+notifications (how many were sent and failed, and the last error).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class RunStatus:
     attempts: list[dict[str, Any]] = field(default_factory=list)
     remedies: list[dict[str, Any]] = field(default_factory=list)
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
+    notifications: dict[str, Any] | None = None  # sent, failed, last_error (yolotui/runs/notify.py)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:

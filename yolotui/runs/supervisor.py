@@ -35,8 +35,9 @@ from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.runs import lock, policy, procs, remedies
+from yolotui.runs import notify as notifications
 from yolotui.runs.atomic import read_json
-from yolotui.runs.events import EventFollower
+from yolotui.runs.hostoom import MemoryWatch
 from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
@@ -47,10 +48,13 @@ from yolotui.runs.layout import (
     STOPPING,
     TRAIN_LOG,
 )
-from yolotui.runs.runconfig import read_run_config
+from yolotui.runs.runconfig import handles_save_signal, read_run_config
 from yolotui.runs.status import RunStatus, read_status, write_status
+from yolotui.runs.usersettings import load_user_settings
+from yolotui.runs.watchdog import StallWatch, WatchdogSettings
 
 POLL_S = 0.1
+WATCH_INTERVAL_S = 0.5  # how often the stall watchdog and the memory sampler look
 DEFAULT_GRACE_S = 30.0
 LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
 LOCK_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
@@ -90,6 +94,10 @@ class Supervisor:
         self.outside_stop: int | None = None  # a SIGTERM/SIGINT sent to the supervisor itself
         self.stop: dict[str, Any] | None = None
         self.signals_sent: list[int] = []
+        self.notifier = notifications.Notifier(notifications.Targets(), log=log)
+        self.watch: StallWatch | None = None  # the stall watchdog of the current attempt (issue 16)
+        self.memory: MemoryWatch | None = None  # host memory of the current attempt, for host-oom
+        self.best_seen = 0.0
 
     # -- signals and status ---------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -177,6 +185,8 @@ class Supervisor:
             if self.trainer is not None and pid == self.trainer.pid:
                 self.trainer_wait_status = wait_status
                 self.trainer.returncode = os.waitstatus_to_exitcode(wait_status)
+            elif self.notifier.reaped(pid, wait_status):
+                self.status.notifications = dict(self.notifier.counts)
 
     def child_setup(self) -> None:
         """Runs in the forked child before exec: default SIGHUP, die with the supervisor (Linux)."""
@@ -205,13 +215,40 @@ class Supervisor:
         self.trainer_wait_status = None
 
     def wait_for_trainer(self) -> None:
-        """Poll until the trainer exits, acting on stop requests as they come."""
+        """Poll until the trainer exits, acting on stop requests as they come, watching for stalls."""
+        next_watch = 0.0
         while self.trainer_wait_status is None:
             if self.stop_wanted() is not None:
                 self.advance_stop()
             self.reap()
+            if self.trainer_wait_status is None and time.monotonic() >= next_watch:
+                next_watch = time.monotonic() + WATCH_INTERVAL_S
+                self.watch_step()
             if self.trainer_wait_status is None:
                 time.sleep(POLL_S)
+
+    def watch_step(self) -> None:
+        """One look at the attempt's progress and memory; escalates a stall (issue 16)."""
+        self.notifier.poll()
+        if self.memory is not None:
+            self.memory.sample(self.trainer_pgid)
+        if self.watch is None:
+            return
+        for event in self.watch.poll():
+            fitness = event.get("fitness") if event.get("type") == "epoch" else None
+            if isinstance(fitness, (int, float)) and fitness > self.best_seen:
+                self.best_seen = float(fitness)
+                self.notifier.send(notifications.best_event(self.status.name, self.run_dir, event))
+        was_fired = self.watch.fired
+        sig = self.watch.step(self.trainer.pid if self.trainer is not None else None) if self.stop is None else None
+        if self.watch.fired and not was_fired:
+            log(f"stall watchdog: {self.watch.message()}; trainer facts: {self.watch.facts}")
+            self.notifier.send(notifications.make_event(
+                "stall", self.status.name, self.run_dir, self.watch.message(), attempt=self.status.attempt,
+                facts=self.watch.facts))
+        if sig is not None:
+            log(f"stall watchdog: sending {policy.signal_name(sig)}")
+            self.send_group(sig)
 
     def clear_group(self) -> None:
         """Signal what is left of the trainer's process group after the trainer exited, and reap it."""
@@ -277,6 +314,14 @@ class Supervisor:
             self.status.stop = dict(self.stop)
         self.save()
         log(f"run {state}: {message}")
+        remedy = str((record or {}).get("remedy") or "")
+        self.notifier.send(notifications.final_event(self.status.name, self.run_dir, state, message,
+                                                     failure_class, remedy, self.status.attempt,
+                                                     self.watch.kept if self.watch is not None else []))
+        self.notifier.drain(self.notifier.targets.timeout_s + 5.0)
+        if self.notifier.counts["sent"] or self.notifier.counts["failed"]:
+            self.status.notifications = dict(self.notifier.counts)
+            self.save()
 
     def run(self) -> int:
         """Run attempts until the policy says stop; returns the supervisor's exit code."""
@@ -297,7 +342,15 @@ class Supervisor:
         self.status.attempts = []
         self.status.remedies = []
         self.status.stop = None
+        self.status.notifications = None
+        settings = load_user_settings()
+        self.notifier.targets = notifications.targets_for(self.config, settings)
+        watchdog = WatchdogSettings.from_configs(self.config, settings)
         log(f"supervising {self.run_dir} (pid {self.pid}, up to {max_attempts} attempt(s))")
+        if self.notifier.targets:
+            log(f"notifications: {len(self.notifier.targets.urls)} URL(s)"
+                + (", a command hook" if self.notifier.targets.command else ""))
+        uncounted, comm_failures = 0, []
 
         changes: dict[str, Any] = {}
         attempt = 0
@@ -314,10 +367,14 @@ class Supervisor:
             }
             self.status.attempt = attempt
             self.status.attempts.append(record)
-            events = EventFollower(self.run_dir / EVENTS_JSONL, offset=_size(self.run_dir / EVENTS_JSONL))
+            events_offset = _size(self.run_dir / EVENTS_JSONL)
             self.marker(f"attempt {attempt}/{max_attempts} started {_now_iso()}: {_display(argv)}")
             self.signals_sent = []
             log_offset = _size(self.run_dir / TRAIN_LOG)  # this attempt's output starts here
+            self.watch = StallWatch(watchdog, self.run_dir / EVENTS_JSONL, events_offset, self.run_dir / TRAIN_LOG,
+                                    log_offset, uses_events=self.status.backend == "yolotui",
+                                    save_signal=handles_save_signal(self.config))
+            self.memory = MemoryWatch()
             spawn_error = None
             try:
                 self.spawn(argv, self.attempt_env(attempt, changes))
@@ -339,8 +396,15 @@ class Supervisor:
                 self.clear_group()
             record["ended"] = time.time()
             self.status.trainer_pid = None
-            attempt_events = [e for e in events.poll() if e.get("attempt", attempt) == attempt]
+            self.watch.poll()
+            attempt_events = [e for e in self.watch.kept if e.get("attempt", attempt) == attempt]
+            if self.watch.fired:
+                record["stall"] = self.watch.facts
             facts = {**record, "stop_requested": self.stop_wanted() is not None,
+                     "hang": self.watch.message() if self.watch.fired else None,
+                     "host_oom": self.memory.evidence([self.trainer.pid] if self.trainer else [])
+                     if record["exit_signal"] == signal.SIGKILL else None,
+                     "uncounted_attempts": uncounted, "comm_failures": list(comm_failures),
                      "signals_sent": list(self.signals_sent), "spawn_error": spawn_error,
                      "run_dir": str(self.run_dir), "changes_so_far": changes, "name": self.status.name,
                      "log_tail": _tail_text(self.run_dir / TRAIN_LOG, log_offset)}
@@ -350,6 +414,11 @@ class Supervisor:
                           retry_at=time.time() + decision.delay_s if decision.retry else None)
             if decision.failure_class is not None:  # issue 7: every classified failure is also an event
                 remedies.record_remedy_event(self.run_dir, attempt, decision)
+            if decision.failure_class == policy.COMM:
+                comm_failures.append(record["ended"])
+            if decision.retry and not decision.counted:
+                uncounted += 1
+                record["counted"] = False
             how = policy.describe_exit(record["exit_code"], record["exit_signal"])
             self.marker(f"attempt {attempt} ended {_now_iso()}: {how}; {decision.remedy or decision.state}")
             log(f"attempt {attempt} ended: {how} -> {decision.failure_class or decision.state}; {decision.remedy}")
@@ -366,9 +435,16 @@ class Supervisor:
             self.status.exit_code = record["exit_code"]
             self.status.exit_signal = record["exit_signal"]
             self.save()
+            self.notifier.send(notifications.make_event(
+                "restart", self.status.name, self.run_dir,
+                notifications.restart_text(decision.failure_class, decision.settings,
+                                           remedies.last_checkpoint(self.run_dir), decision.remedy),
+                attempt=attempt + 1, failure_class=decision.failure_class, remedy=decision.remedy,
+                message=decision.message))
             deadline = time.time() + decision.delay_s
             while time.time() < deadline and self.stop_wanted() is None:
                 self.reap()
+                self.notifier.poll()
                 time.sleep(POLL_S)
 
     def fail(self, message: str) -> None:
