@@ -42,6 +42,7 @@ DEFAULT_WORKERS = 8  # the official default --workers
 EXPANDABLE = "expandable_segments:True"
 BATCH_FLAGS = ("--batch-size", "--batch")
 BACKENDS_WITH_ENGINE_FLAGS = frozenset({"yolotui"})  # commands that take --accumulate and --lr-scale
+TRAINING_BACKENDS = frozenset({"yolotui", "official"})  # commands that always take --workers (and --cache)
 
 
 # ------------------------------------------------------------------------------------ facts of the attempt
@@ -199,7 +200,9 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
                 if checkpoint else "restart (no checkpoint was written yet)")
     elif failure_class == policy.HOST_OOM:
         changes, settings, what = host_oom_changes(record, run_config, events, engine)
-        if not changes:
+        if not changes and run_config.get("backend") not in TRAINING_BACKENDS:
+            what = "resume (the command has no --workers or --cache ram to reduce)"
+        elif not changes:
             return policy.Decision(
                 retry=False, state=FAILED, failure_class=failure_class, message=message,
                 remedy="not retried: the data loader already runs without workers and without --cache ram; "
@@ -253,6 +256,13 @@ def host_oom_changes(record: dict[str, Any], run_config: dict[str, Any], events:
                      engine: bool) -> tuple[dict[str, Any], dict[str, Any], str]:
     """(changes, settings, words) of the host-oom remedy: half the workers, no --cache ram; empty when neither."""
     command = [str(a) for a in record.get("command") or run_config.get("command") or []]
+    if run_config.get("backend") not in TRAINING_BACKENDS:  # any command: change only the flags it has
+        has_workers = flag_value(command, ("--workers",))[0] is not None
+        has_cache = "--cache" in command or flag_value(command, ("--cache",))[0] is not None
+        if not has_workers:
+            events, run_config = [], {**run_config, "options": {"workers": 0}}
+        if not has_cache:
+            run_config = {**run_config, "options": {**(run_config.get("options") or {}), "cache": None}}
     config = start_event(events).get("config") or {}
     options = run_config.get("options") or {}
     flag_workers = flag_value(command, ("--workers",))[1]

@@ -5,7 +5,8 @@ train.log for commands that write no events (`exec`, the official train_dual.py)
 there was none for
 
 - max(`min_s`, `factor` x the median step time) once batches run (default max(10 min, 20 x median step));
-- `setup_s` before the attempt's first event (loading and caching data; default 30 min, at least `min_s`);
+- `setup_s` before the attempt's first event (loading and caching data; default 30 min, at least `min_s`) and
+  after its last (`done`, `stop` or `error`: the process is exiting);
 - `log_s` for commands without events (default 30 min).
 
 A trainer stopped with SIGSTOP writes nothing, so it is caught the same way. When stalled the supervisor
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.runs.events import EventFollower
+
+FINAL_EVENTS = frozenset({"done", "stop", "error"})  # after these the trainer is on its way out
 
 
 @dataclass
@@ -157,6 +160,8 @@ class StallWatch:
         s = self.settings
         if not self.uses_events:
             return s.log_s
+        if self.last_event is not None and self.last_event.get("type") in FINAL_EVENTS:
+            return max(s.min_s, s.setup_s)  # the trainer is exiting: tearing down may take a while
         if not self.recent_batches:
             return max(s.min_s, s.setup_s) if not self.seen_event or self.last_event.get("type") == "start" \
                 else s.min_s
