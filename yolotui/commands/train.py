@@ -127,9 +127,8 @@ def run(args: argparse.Namespace) -> int:
     """Validate, create the run folder, launch the trainer detached, print the folder."""
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch, start_training
-    from yolotui.errors import UserError
-
     from yolotui.commands._runflags import run_extra
+    from yolotui.errors import UserError
 
     given, dist_flags, extra_run = given_options(args), given_layout(args), run_extra(args)
     if args.resume is not False:
