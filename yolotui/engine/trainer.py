@@ -28,6 +28,7 @@ from yolotui.engine import components, ddp
 from yolotui.engine.ema import ModelEMA, unwrap
 from yolotui.engine.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
 from yolotui.engine.faults import FaultInjector
+from yolotui.engine.freeze import frozen_state_keys, hold_frozen_bn
 from yolotui.engine.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
 from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
 from yolotui.engine.signals import SignalRequests
@@ -202,6 +203,7 @@ class Trainer:
             model = components.build_model(self.opt["cfg"], nc=nc)
         model.names = names
         prefixes = freeze_prefixes(self.opt["freeze"], int(getattr(model, "backbone_layers", 0)))
+        self.freeze_prefixes = tuple(prefixes)
         self.frozen = 0
         for name, param in model.named_parameters():
             if any(name.startswith(p) for p in prefixes):
@@ -251,6 +253,7 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, self.opt["optimizer"], float(self.hyp["lr0"]),
                                          float(self.hyp["momentum"]), decay)
         self.ema = ModelEMA(self.model)
+        self.ema.frozen = frozen_state_keys(unwrap(self.model), self.freeze_prefixes)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.cuda)
         self.loss_fn = components.build_loss(unwrap(self.model), self.hyp, float(self.opt.get("label_smoothing", 0.0)))
         self.train_set, self.val_loader = components.build_datasets(data, self.opt, self.hyp, self.rank_batch)
@@ -397,6 +400,7 @@ class Trainer:
     def _train_epoch(self, epoch: int, start_step: int) -> bool:
         """Train one epoch from batch `start_step`; False when a stop request ended it early."""
         self.model.train()
+        hold_frozen_bn(unwrap(self.model), self.freeze_prefixes)  # frozen BatchNorm keeps its statistics
         loader = components.epoch_loader(self.train_set, self.opt, self.rank_batch, epoch, start_step,
                                          mosaic=self._mosaic(epoch), rank=self.dist.rank,
                                          world_size=self.dist.world_size)
@@ -452,7 +456,8 @@ class Trainer:
                               seed=int(self.opt.get("seed", 0)) + 1, epoch=epoch)
         count = math.ceil(min(BN_CALIBRATION_IMAGES, len(self.train_set)) / batch)
         try:
-            recalibrate_bn(self.ema.ema, (b["img"] for _, b in zip(range(count), loader)), self.device)
+            recalibrate_bn(self.ema.ema, (b["img"] for _, b in zip(range(count), loader)), self.device,
+                           keep=self.freeze_prefixes)
         except ValueError as exc:  # e.g. a 1-image data set: BatchNorm needs 2 values per channel
             self._log(f"BatchNorm recalibration skipped: {exc}")
 
