@@ -1,4 +1,6 @@
-"""`yolotui logs RUN [--follow] [--tail N]`: print a run's train.log; with --follow, keep printing until it ends."""
+"""`yolotui logs RUN [--follow] [--tail N] [--level L]`: print a run's train.log; with --follow, keep printing until
+it ends; with --level, only lines at that level or above (yolotui.runs.logconfig.level_of_line: the `LEVEL: `
+prefix of yolotui's own records, else what the text shows; attempt markers always)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN", help="run name (see `yolotui ls`) or run folder")
     parser.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the run ends")
     parser.add_argument("-n", "--tail", type=int, default=None, metavar="N", help="start with the last N lines")
+    parser.add_argument("--level", default=None, type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                        help="only lines at this level or above")
     parser.add_argument("--interval", type=float, default=0.25, help=argparse.SUPPRESS)
 
 
@@ -60,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
                 data = handle.read()
         except FileNotFoundError:
             return
+        if data and args.level:
+            data = data[: data.rfind(b"\n") + 1]  # whole lines only: a partial one waits for its end
+            offset += len(data)
+            out.write(_filtered(data, args.level))
+            out.flush()
+            return
         if data:
             out.write(data)
             out.flush()  # BrokenPipeError (`yolotui logs RUN | head`) is caught in run()
@@ -72,6 +82,17 @@ def run(args: argparse.Namespace) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _filtered(data: bytes, level: str) -> bytes:
+    """The lines of `data` at `level` or above."""
+    import logging
+
+    from yolotui.runs.logconfig import level_of_line
+
+    floor = logging.getLevelName(level)
+    lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+    return "".join(line for line in lines if level_of_line(line) >= floor).encode("utf-8")
 
 
 def _print_and_follow(run_dir, path, args, pump) -> int:

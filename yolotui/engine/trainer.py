@@ -10,6 +10,7 @@ kept), --device, --workers.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -37,6 +38,9 @@ from yolotui.runs import layout
 from yolotui.runs.events import EventWriter, read_events
 from yolotui.runs.results import append_row, truncate_after
 
+LOG = logging.getLogger("yolotui.trainer")  # train.log by default; see yolotui/runs/logconfig.py
+DATA_LOG = logging.getLogger("yolotui.data")
+DDP_LOG = logging.getLogger("yolotui.ddp")
 BATCH_EVENT_INTERVAL_S = 0.3  # at most ~3 batch events a second
 LOG_INTERVAL_S = 10.0  # progress lines in train.log (the events carry every detail)
 GRAD_CLIP_NORM = 10.0
@@ -134,9 +138,9 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------ setup
 
-    def _log(self, message: str) -> None:
+    def _log(self, message: str, level: int = logging.INFO, logger: logging.Logger = LOG) -> None:
         if self.dist.main:
-            print(message, flush=True)
+            logger.log(level, message)
 
     def _load_options(self) -> None:
         self.opt = load_yaml(self.run_dir / layout.OPT_YAML, "opt.yaml")
@@ -219,7 +223,8 @@ class Trainer:
 
             self.model, synced = ddp.convert_sync_bn(self.model, bool(self.opt.get("sync_bn")), self.dist, self.cuda)
             if synced:
-                self._log(f"SyncBatchNorm: {synced} BatchNorm layers synchronised across the processes")
+                self._log(f"SyncBatchNorm: {synced} BatchNorm layers synchronised across the processes",
+                          logger=DDP_LOG)
             ids = [self.dist.local_rank] if self.cuda else None
             self.model = DistributedDataParallel(self.model, device_ids=ids, output_device=ids[0] if ids else None)
 
@@ -242,6 +247,8 @@ class Trainer:
         self.rank_batch = self.batch_size // self.dist.world_size
         data = components.load_data(self.opt)
         self.data = data
+        self._log(f"data {self.opt.get('data')}: {data.nc} classes, cache {self.opt.get('cache') or 'none'}, "
+                  f"workers {self.opt.get('workers')}", logging.DEBUG, DATA_LOG)
         self.nc, self.names = data.nc, data.names
         self._build_model()
         self.imgsz = int(self.opt["imgsz"])
@@ -346,6 +353,8 @@ class Trainer:
                              "not finite; keeping the last good checkpoint", traceback="")
             return
         manifest = ckpt_io.save_checkpoint(ckpt, path)
+        self._log(f"checkpoint {path.name}: epoch {manifest['epoch']} batch {manifest['step']}, "
+                  f"{manifest['bytes']} bytes in {manifest['seconds']:.2f} s", logging.DEBUG)
         self.events.emit("checkpoint", path=str(path), epoch=manifest["epoch"], step=manifest["step"],
                          bytes=manifest["bytes"], sha256=manifest["sha256"], seconds=manifest["seconds"])
         self.last_save_time = time.monotonic()
@@ -459,7 +468,7 @@ class Trainer:
             recalibrate_bn(self.ema.ema, (b["img"] for _, b in zip(range(count), loader)), self.device,
                            keep=self.freeze_prefixes)
         except ValueError as exc:  # e.g. a 1-image data set: BatchNorm needs 2 values per channel
-            self._log(f"BatchNorm recalibration skipped: {exc}")
+            self._log(f"BatchNorm recalibration skipped: {exc}", logging.WARNING)
 
     def _end_epoch(self, epoch: int, seconds: float) -> bool:
         """Validate, log, checkpoint; True when early stopping says to stop."""
@@ -625,6 +634,7 @@ def drop_events_after(path: Path, epoch: int, step: int) -> int:
 
 def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
     """Entry point of the trainer process: set up, train, and report failures as events."""
+    apply_logging(Path(run_dir))
     trainer = Trainer(run_dir, overrides)
     trainer.requests.install()
     threads = os.environ.get("YOLOTUI_TORCH_THREADS")
@@ -634,6 +644,24 @@ def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
         return _run(trainer)
     finally:
         ddp.finish(trainer.dist)
+
+
+def apply_logging(run_dir: Path) -> None:
+    """Configure logging from run.yaml's `logging` entry (re-applied on every attempt); defaults without one."""
+    from yolotui.runs.logconfig import apply
+    from yolotui.runs.runconfig import read_run_config, run_yaml_path
+
+    entry = None
+    if run_yaml_path(run_dir).exists():
+        try:
+            entry = read_run_config(run_dir).get("logging")
+        except UserError:
+            entry = None
+    try:
+        apply(entry, "trainer")
+    except (ValueError, TypeError, AttributeError, ImportError, OSError, UserError) as exc:
+        apply(None, "trainer")  # a configuration that no longer applies must not stop training
+        LOG.warning(f"logging configuration from run.yaml not applied: {exc}")
 
 
 def _run(trainer: Trainer) -> int:
@@ -646,7 +674,7 @@ def _run(trainer: Trainer) -> int:
         trainer.events.emit("error", kind=kind, message=failure_message(exc, kind),
                             traceback="" if isinstance(exc, UserError) else _tail())
         if isinstance(exc, UserError):
-            print(f"yolotui: error: {exc}", flush=True)
+            LOG.error(f"yolotui: error: {exc}")
             return 2
         raise
 

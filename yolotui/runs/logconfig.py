@@ -10,7 +10,9 @@ name first (`WARNING: ...`) so `yolotui logs --level` can filter them.
 `--log-config FILE` (or settings.yaml `log_config`) adds a dictConfig YAML: it is read with the project's YAML
 reader (size bound, file and line named on a syntax error) and checked before anything detaches
 (`validate`: one line naming the file and the bad key), recorded in run.yaml under `logging` (the file's path
-and its parsed content), and re-applied by the supervisor and by every attempt of the trainer. The default
+and its parsed content; a handler's relative `filename` is made absolute from the YAML's own folder, since the
+supervisor and the trainer run in different folders), and re-applied by the supervisor and by every attempt
+of the trainer. The default
 handler stays, so train.log keeps its lines; the user's handlers receive the records too (the `yolotui` logger
 propagates to root). `--log-level DEBUG|INFO|WARNING` sets the default handler's level.
 """
@@ -59,6 +61,9 @@ def load(path: Path) -> dict[str, Any]:
         pass  # load_yaml names the missing or unreadable file
     config = load_yaml(path, "--log-config")
     validate(config, f"--log-config {path}")
+    for spec in (config.get("handlers") or {}).values():  # the supervisor and the trainer run in other folders
+        if isinstance(spec.get("filename"), str) and not Path(spec["filename"]).expanduser().is_absolute():
+            spec["filename"] = str((path.parent / spec["filename"]).resolve())
     return config
 
 
@@ -199,6 +204,6 @@ def level_of_line(line: str) -> int:
         return logging.ERROR
     if "warning" in lowered[:40] or lowered.startswith("warn"):
         return logging.WARNING
-    if " nccl info " in f" {lowered} " or "nccl info" in lowered or lowered.startswith("[rank") and "debug" in lowered:
-        return logging.DEBUG
+    if "nccl info" in lowered or (lowered.startswith("[rank") and "debug" in lowered):
+        return logging.DEBUG  # NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL chatter
     return logging.INFO

@@ -23,6 +23,7 @@ forced), SIGKILL after the grace period, records both times in status.json's `st
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import shlex
 import signal
@@ -74,9 +75,13 @@ def _now_iso(ts: float | None = None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts if ts is not None else time.time()))
 
 
-def log(message: str) -> None:
-    """A timestamped line on the supervisor's own log (its stdout is RUN/supervisor.log)."""
-    print(f"[{_now_iso()}] {message}", flush=True)
+LOG = logging.getLogger("yolotui.supervisor")
+
+
+def log(message: str, level: int = logging.INFO) -> None:
+    """A record of the `yolotui.supervisor` logger: by default a timestamped line on the supervisor's own log
+    (its stdout is RUN/supervisor.log); a --log-config adds its handlers (yolotui/runs/logconfig.py)."""
+    LOG.log(level, message)
 
 
 class Supervisor:
@@ -297,6 +302,8 @@ class Supervisor:
         env.update(policy.env_for_attempt(self.config, changes))
         env["YOLOTUI_RUN_DIR"] = str(self.run_dir)
         env["YOLOTUI_ATTEMPT"] = str(attempt)
+        log(f"attempt {attempt}: environment additions {policy.env_for_attempt(self.config, changes)}",
+            logging.DEBUG)
         return env
 
     def finish(self, state: str, message: str, record: dict[str, Any] | None = None,
@@ -326,6 +333,7 @@ class Supervisor:
     def run(self) -> int:
         """Run attempts until the policy says stop; returns the supervisor's exit code."""
         self.config = read_run_config(self.run_dir)
+        apply_logging(self.config.get("logging"))
         max_attempts, _, _ = policy.restart_settings(self.config)
         previous = read_status(self.run_dir)
         self.status = previous if previous is not None else RunStatus()
@@ -480,6 +488,17 @@ def _size(path: Path) -> int:
         return 0
 
 
+def apply_logging(entry: dict[str, Any] | None) -> None:
+    """Configure the supervisor's logging from run.yaml's `logging` entry; the defaults when it cannot apply."""
+    from yolotui.runs.logconfig import apply
+
+    try:
+        apply(entry, "supervisor")
+    except (ValueError, TypeError, AttributeError, ImportError, OSError, UserError) as exc:
+        apply(None, "supervisor")
+        log(f"logging configuration from run.yaml not applied: {exc}", logging.WARNING)
+
+
 def acquire_lock(run_dir: Path) -> int | None:
     """Take RUN/.lock, retrying briefly past readers' momentary shared probes; None if really held."""
     for _ in range(LOCK_TRIES):
@@ -493,6 +512,7 @@ def acquire_lock(run_dir: Path) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: supervise the run folder given as the only argument."""
     args = sys.argv[1:] if argv is None else argv
+    apply_logging(None)
     if len(args) != 1:
         print("usage: python -m yolotui.runs.supervisor RUN_DIR", file=sys.stderr)
         return 2
