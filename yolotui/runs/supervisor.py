@@ -55,7 +55,8 @@ from yolotui.runs.usersettings import load_user_settings
 from yolotui.runs.watchdog import StallWatch, WatchdogSettings
 
 POLL_S = 0.1
-WATCH_INTERVAL_S = 0.5  # how often the stall watchdog and the memory sampler look
+WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks
+MEMORY_EVERY = 4  # the memory sampler (a /proc scan) looks every 4th time: every 2 s
 DEFAULT_GRACE_S = 30.0
 LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
 LOCK_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
@@ -103,6 +104,7 @@ class Supervisor:
         self.watch: StallWatch | None = None  # the stall watchdog of the current attempt (issue 16)
         self.memory: MemoryWatch | None = None  # host memory of the current attempt, for host-oom
         self.best_seen = 0.0
+        self.watch_count = 0
 
     # -- signals and status ---------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -235,13 +237,15 @@ class Supervisor:
     def watch_step(self) -> None:
         """One look at the attempt's progress and memory; escalates a stall (issue 16)."""
         self.notifier.poll()
-        if self.memory is not None:
+        self.watch_count += 1
+        if self.memory is not None and self.watch_count % MEMORY_EVERY == 0:
             self.memory.sample(self.trainer_pgid)
         if self.watch is None:
             return
         for event in self.watch.poll():
             fitness = event.get("fitness") if event.get("type") == "epoch" else None
-            if isinstance(fitness, (int, float)) and fitness > self.best_seen:
+            if isinstance(fitness, (int, float)) and fitness > self.best_seen \
+                    and fitness >= float(event.get("best_fitness") or 0.0):  # the trainer's best, not a resume's
                 self.best_seen = float(fitness)
                 self.notifier.send(notifications.best_event(self.status.name, self.run_dir, event))
         was_fired = self.watch.fired
