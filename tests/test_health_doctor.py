@@ -201,3 +201,29 @@ def test_remedy_settings_in_the_checkpoint_are_not_drift(tmp_path):
     assert [i for i in items if i.file == "opt.yaml"] == []
     items = check_drift(run_dir, checkpoint_opt={"epochs": 3, "batch_size": 8, "lr_scale": 0.5}, checkpoint_hyp={})
     assert [(i.file, i.key) for i in items if i.file == "opt.yaml"] == [("opt.yaml", "epochs")]
+
+
+def test_best_written_after_last_at_the_same_epoch_is_no_alarm(tmp_path):
+    """A healthy run writes best.pt a few seconds after last.pt at the same epoch end: no 'did not land' note."""
+    run = make_run(tmp_path)
+    last, best = run / "weights" / "last.pt", run / "weights" / "best.pt"
+    os.utime(last, (time.time() - 300, time.time() - 300))
+    os.utime(best, (time.time() - 4, time.time() - 4))
+    diagnosis = diagnose_run(run, environment=False, logind=False)
+    assert diagnosis.last.epoch >= diagnosis.best.epoch
+    assert not any("behind" in note or "older than" in note for note in diagnosis.notes), diagnosis.notes
+
+
+def test_no_checkpoint_config_means_no_drift_from_an_empty_baseline(tmp_path):
+    """Without a config in the checkpoints, hyp.yaml's keys are not all 'None -> value' drift."""
+    run = make_run(tmp_path)
+    for name in ("last.pt", "best.pt"):
+        (run / "weights" / name).unlink()
+    diagnosis = diagnose_run(run, environment=False, logind=False)
+    assert not any(item.was is None for item in diagnosis.drift), diagnosis.drift
+
+
+def test_hyp_keys_filled_in_after_launch_are_not_drift(tmp_path):
+    run = make_run(tmp_path)
+    (run / "hyp.yaml").write_text(yaml.safe_dump(dict(HYP, warmup_min_iters=100)))
+    assert check_drift(run) == []

@@ -34,16 +34,27 @@ def make_app(run_dir=None) -> YolotuiApp:
 
 
 async def wait_loaded(pilot) -> None:
+    """Wait until the screen is drawn: the dashboard settled (run and GPU sample painted), or the home table
+    read twice; then until every widget has processed its pending messages (layout included).
+
+    A condition, not a time: under load the loop simply takes longer; it fails loudly after a minute.
+    """
     app = pilot.app
-    for _ in range(200):
+
+    def loaded() -> bool:
         screen = app.screen
         if isinstance(screen, DashboardScreen):
-            if screen.settled:
-                break
-        elif app.home is not None and app.home.load_count >= 2:  # after the watcher's catch-up reading
-            break
+            return screen.settled
+        return app.home is not None and app.home.load_count >= 2  # after the watcher's catch-up reading
+
+    deadline = time.monotonic() + 60
+    while not loaded():
+        assert time.monotonic() < deadline, "the screen never finished loading"
         await pilot.pause(0.05)
-    await pilot.pause(0.1)
+    await pilot.pause()  # the widgets' own refresh and layout messages
+    await pilot.wait_for_scheduled_animations()
+    await pilot.pause()
+    assert loaded(), "a new reading arrived while settling"
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])

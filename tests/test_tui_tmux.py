@@ -66,20 +66,42 @@ class Tmux:
 
 
 def finished_epochs(screen: str) -> int | None:
-    match = re.search(r"overall\s+(\d+)/400", screen)
+    """The finished-epoch count on a fully drawn dashboard, else None.
+
+    "Drawn" means the header (run name and state) and the overall progress line are both on the screen, and
+    the count is read twice in a row the same (a screen caught mid-repaint is not read).
+    """
+    if "e2e" not in screen or "running" not in screen:
+        return None
+    match = re.search(r"overall\s+(\d+)/400\b", screen)
     return int(match.group(1)) if match else None
 
 
-def wait_for_epoch(tmux: Tmux, above: int, timeout: float = 30.0) -> tuple[int, str]:
+def wait_for_epoch(tmux: Tmux, above: int, timeout: float = 180.0) -> tuple[int, str]:
+    """Poll the pane until a drawn dashboard shows more than `above` finished epochs.
+
+    The timeout is only a safety net for a TUI that never draws (under load, starting Python and Textual can
+    take tens of seconds); the test waits on the condition, never on a fixed time.
+    """
     deadline = time.monotonic() + timeout
     screen = ""
+    previous: int | None = None
     while time.monotonic() < deadline:
         screen = tmux.screen()
         epochs = finished_epochs(screen)
-        if epochs is not None and epochs > above:
+        if epochs is not None and epochs > above and epochs == previous:
             return epochs, screen
+        previous = epochs
         time.sleep(0.3)
     raise AssertionError(f"epoch never went above {above}; screen was:\n{screen}")
+
+
+def wait_until_gone(tmux: Tmux, timeout: float = 30.0) -> None:
+    """Wait until the private tmux server is really gone (its session no longer answers)."""
+    deadline = time.monotonic() + timeout
+    while tmux.run("has-session", "-t", "tui", check=False).returncode == 0:
+        assert time.monotonic() < deadline, "tmux server did not go away"
+        time.sleep(0.1)
 
 
 def test_tui_reattaches_after_the_terminal_dies(tmp_path, cli_env, yolotui_cmd):
@@ -96,7 +118,7 @@ def test_tui_reattaches_after_the_terminal_dies(tmp_path, cli_env, yolotui_cmd):
         tmux.start(tui, cli_env)
         first, _ = wait_for_epoch(tmux, above=0)
         tmux.kill_server()  # the SSH connection drops: terminal and TUI die together
-        time.sleep(1.0)
+        wait_until_gone(tmux)
         assert lock.is_held(run_dir), "the run outlived its terminal"
         tmux.start(tui, cli_env)  # a new login, a new TUI
         again, screen = wait_for_epoch(tmux, above=first)

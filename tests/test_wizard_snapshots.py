@@ -31,7 +31,9 @@ def settle(ready):
         assert await wait_until(pilot, lambda: ready(pilot.app.wizard), timeout=20)
         for box in pilot.app.screen.query(Input):
             box.cursor_blink = False
-        await pilot.pause(0.2)
+        await pilot.pause()  # every widget has processed its pending messages (layout included): drawn
+        await pilot.wait_for_scheduled_animations()
+        await pilot.pause()
     return run_before
 
 

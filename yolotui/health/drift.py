@@ -130,7 +130,7 @@ def _resolve_data_path(value: str, run_dir: Path, run_yaml: dict[str, Any]) -> P
 
 def _compare_file(file: str, path: Path, baseline: dict[str, Any] | None, ignore: frozenset[str] = frozenset(),
                   new_keys: bool = True) -> list[DriftItem]:
-    if baseline is None:
+    if not baseline:  # no baseline, or an empty one: nothing to compare against (never "everything changed")
         return []
     now, problem = _load_yaml(path)
     if problem:
@@ -159,7 +159,9 @@ def check_drift(run_dir: Path, checkpoint_opt: dict[str, Any] | None = None,
         hyp_base = opt_base["hyp"]
     items = _compare_file(OPT_YAML, run_dir / OPT_YAML, opt_base if isinstance(opt_base, dict) else None,
                           IGNORED_OPT_KEYS, new_keys=False)
-    items += _compare_file(HYP_YAML, run_dir / HYP_YAML, hyp_base if isinstance(hyp_base, dict) else None)
+    # Keys the baseline lacks were defaults when the run started; writing them out later is not a change.
+    items += _compare_file(HYP_YAML, run_dir / HYP_YAML, hyp_base if isinstance(hyp_base, dict) else None,
+                           new_keys=False)
     items += _data_drift(run_dir, run_yaml, start)
     return items
 

@@ -117,6 +117,20 @@ def _recommend(last: CheckpointVerdict, best: CheckpointVerdict, state: str | No
     return RESTART, "no usable checkpoint: start the run again", None
 
 
+def _is_behind(last: CheckpointVerdict, best: CheckpointVerdict) -> bool:
+    """True when last.pt holds less training than best.pt (by epochs done, then step).
+
+    Both are written at the same epoch end, so their times say little: a healthy run writes best.pt a moment
+    after last.pt. The training position they hold shows whether a later save of last.pt did not land; only
+    when last.pt cannot be read is its time (a minute or more before best.pt's) the evidence.
+    """
+    if last.epoch is not None and best.epoch is not None:
+        return (last.epoch, last.step or 0) < (best.epoch, best.step or 0)
+    if last.epoch is None and best.epoch is not None and last.mtime is not None and best.mtime is not None:
+        return best.mtime > last.mtime + 60  # last.pt unreadable: only its time is left to go by
+    return False
+
+
 def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, verify_hash: bool = True) \
         -> RunDiagnosis:
     """Diagnose a run directory: last.pt and best.pt verdicts, drift, environment, logout survival, advice."""
@@ -129,14 +143,18 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
     best = diagnose_checkpoint(folder / BEST_PT, total, verify_hash=verify_hash, find_fallback=False)
     recommended, advice, chosen = _recommend(last, best, state)
     notes: list[str] = []
-    if last.mtime is not None and best.mtime is not None and best.mtime > last.mtime + 1:
-        notes.append(f"last.pt is older than best.pt (by {format_age(best.mtime - last.mtime)}): "
+    behind = _is_behind(last, best)
+    if behind and last.epoch is not None:
+        notes.append(f"last.pt (epoch {last.epoch}, step {last.step or 0}) is behind best.pt (epoch {best.epoch}, "
+                     f"step {best.step or 0}): the last save did not land; best.pt may hold later training")
+    elif behind:
+        notes.append(f"last.pt is older than best.pt (by {format_age(best.mtime - last.mtime)}) and unreadable: "
                      "the last save did not land; best.pt may hold later training")
     if last.age_s is not None:
         notes.append(f"last.pt written {format_age(last.age_s)} ago")
     info = last.info if last.info and (last.info.opt or last.info.hyp) else best.info
-    drift = check_drift(run_dir, info.opt if info else None, info.hyp if info else None) \
-        if info and (info.opt or info.hyp) else check_drift(run_dir, {}, {})
+    # No checkpoint config: the first start event is the baseline, never an empty one (everything would drift).
+    drift = check_drift(run_dir, info.opt if info else None, info.hyp if info else None)
     if drift and recommended in (RESUME, RESUME_FALLBACK):
         advice += "; the config changed since the start (see drift): review it before resuming"
     start = first_start_event(run_dir)
