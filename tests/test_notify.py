@@ -140,3 +140,18 @@ def test_targets_add_up_and_restart_text_names_the_remedy():
     assert text == "oom: batch 16 -> 8, accumulation x2, resuming at epoch 37 batch 120"
     text = notify.restart_text("host-oom", {"workers": [8, 4], "cache": ["ram", None]}, None, "")
     assert text == "host-oom: workers 8 -> 4, no --cache ram, restarting from the start (no checkpoint yet)"
+
+
+def test_final_and_best_texts():
+    done = [{"type": "done", "metrics": {"mAP50": 0.5, "mAP50-95": 0.25}}]
+    event = notify.final_event("r", "/runs/r", "finished", "finished (exit code 0)", None, "", 2, done)
+    assert event["title"] == "yolotui: r finished"
+    assert event["body"] == "finished (exit code 0); mAP50 0.5000, mAP50-95 0.2500"
+    failed = notify.final_event("r", "/runs/r", "failed", "exit code 1: RuntimeError: x", "crash",
+                                "not retried: attempt limit reached (5)", 5, [])
+    assert failed["body"] == "failed (crash): exit code 1: RuntimeError: x; not retried: attempt limit reached (5)"
+    best = notify.best_event("r", "/runs/r", {"epoch": 4, "epochs": 10, "metrics": {"mAP50": 0.6, "mAP50-95": 0.3}})
+    assert best["event"] == "best" and best["body"] == "new best at epoch 5/10: mAP50 0.6000, mAP50-95 0.3000"
+    quiet = notify.Notifier(notify.Targets(urls=["json://127.0.0.1:9/"], best=False))
+    quiet.send(best)  # best events are off unless asked for: no sender starts
+    assert quiet.children == {}

@@ -252,26 +252,30 @@ def comm_budget(record: dict[str, Any], restart: dict[str, Any]) -> str | None:
             "limit")
 
 
+def _workers_and_cache(command: list[str], run_config: dict[str, Any], events: list[dict[str, Any]]) \
+        -> tuple[int, str | None]:
+    """(data-loader workers, cache mode) the attempt ran with: its flags, start event, run.yaml options.
+
+    A command of another backend (`yolotui exec`) counts only the flags it has: (0, None) without them.
+    """
+    flag_workers, workers_value = flag_value(command, ("--workers",))
+    flag_cache, cache_value = flag_value(command, ("--cache",))
+    bare_cache = "ram" if "--cache" in command and flag_cache is None else None  # `--cache` alone means ram
+    if run_config.get("backend") not in TRAINING_BACKENDS:
+        return (_int(workers_value) or 0) if flag_workers else 0, cache_value or bare_cache
+    options = run_config.get("options") or {}
+    workers = _int((start_event(events).get("config") or {}).get("workers"))
+    if workers is None:
+        workers = _int(workers_value) if flag_workers else _int(options.get("workers"))
+    cache = cache_value if flag_cache else (bare_cache or options.get("cache"))
+    return (DEFAULT_WORKERS if workers is None else workers), cache
+
+
 def host_oom_changes(record: dict[str, Any], run_config: dict[str, Any], events: list[dict[str, Any]],
                      engine: bool) -> tuple[dict[str, Any], dict[str, Any], str]:
     """(changes, settings, words) of the host-oom remedy: half the workers, no --cache ram; empty when neither."""
     command = [str(a) for a in record.get("command") or run_config.get("command") or []]
-    if run_config.get("backend") not in TRAINING_BACKENDS:  # any command: change only the flags it has
-        has_workers = flag_value(command, ("--workers",))[0] is not None
-        has_cache = "--cache" in command or flag_value(command, ("--cache",))[0] is not None
-        if not has_workers:
-            events, run_config = [], {**run_config, "options": {"workers": 0}}
-        if not has_cache:
-            run_config = {**run_config, "options": {**(run_config.get("options") or {}), "cache": None}}
-    config = start_event(events).get("config") or {}
-    options = run_config.get("options") or {}
-    flag_workers = flag_value(command, ("--workers",))[1]
-    workers = _int(config.get("workers"))
-    if workers is None:
-        workers = _int(flag_workers) if flag_workers is not None else _int(options.get("workers"))
-    workers = DEFAULT_WORKERS if workers is None else workers
-    flag_cache, cache = flag_value(command, ("--cache",))
-    cache = cache if flag_cache else ("ram" if "--cache" in command else options.get("cache"))
+    workers, cache = _workers_and_cache(command, run_config, events)
     args: dict[str, Any] = {}
     settings: dict[str, Any] = {}
     words = []
