@@ -93,11 +93,12 @@ def test_failed_pass_restores_the_old_statistics():
 
 def test_trainer_recalibrates_the_ema_model_before_each_validation(tmp_path, monkeypatch):
     from tests.trainkit import make_run
-    from yolotui.engine import bn_calibration, components
+    from yolotui.engine import bn_calibration
+    from yolotui.engine import validate as validation
     from yolotui.engine.trainer import Trainer
 
     calls: list[tuple[int, int]] = []
-    real_recalibrate, real_validation = bn_calibration.recalibrate_bn, components.run_validation
+    real_recalibrate, real_validation = bn_calibration.recalibrate_bn, validation.validation_metrics
 
     def spy_recalibrate(model, batches, device="cpu", **kwargs):
         seen = real_recalibrate(model, batches, device, **kwargs)
@@ -109,7 +110,7 @@ def test_trainer_recalibrates_the_ema_model_before_each_validation(tmp_path, mon
         return real_validation(model, *args, **kwargs)
 
     monkeypatch.setattr(bn_calibration, "recalibrate_bn", spy_recalibrate)
-    monkeypatch.setattr(components, "run_validation", spy_validation)
+    monkeypatch.setattr(validation, "validation_metrics", spy_validation)
     trainer = Trainer(make_run(tmp_path, epochs=2))
     trainer.setup()
     assert trainer.train() == 0

@@ -14,12 +14,12 @@ import torch
 import yaml
 from trainkit import TEST_HYP_OVERRIDES, make_data, make_run, write_tiny_cfg
 
+from yolotui.backends.engine import engine_command
 from yolotui.cli import main
-from yolotui.commands._distributed import DistributedLaunch, plan_launch, saved_layout, sync_bn_warning
-from yolotui.commands._launch import engine_command
 from yolotui.config import default_options, opt_yaml_dict, validate_options
 from yolotui.engine.ddp import DistInfo, convert_sync_bn, rank_device
 from yolotui.errors import UserError
+from yolotui.runs.distributed import DistributedLaunch, plan_launch, saved_layout, sync_bn_warning
 from yolotui.runs.events import read_events
 from yolotui.runs.layout import ENDED_STATES
 from yolotui.runs.results import read_rows
@@ -133,16 +133,16 @@ def _resumable_run(tmp_path: Path, flags: dict) -> Path:
 
 
 def test_resume_relaunches_the_saved_layout_and_takes_new_flags(tmp_path, monkeypatch, capsys):
-    from yolotui.commands.resume import resume_run
+    from yolotui.jobs.resume import ResumeRequest, resume
 
     calls = _capture_launch(monkeypatch)
     run_dir = _resumable_run(tmp_path, {"nproc_per_node": 2})
     assert saved_layout(run_dir) == {"nproc_per_node": 2}
-    resume_run(str(run_dir))
+    resume(ResumeRequest(str(run_dir)))
     assert "--nproc-per-node=2" in calls[-1]["command"]
-    resume_run(str(run_dir), dist_flags={"nproc_per_node": 4})
+    resume(ResumeRequest(str(run_dir), layout={"nproc_per_node": 4}))
     assert "--nproc-per-node=4" in calls[-1]["command"]
-    resume_run(str(run_dir), device="cpu")  # a new device list re-derives the process count
+    resume(ResumeRequest(str(run_dir), device="cpu"))  # a new device list re-derives the process count
     assert "torch.distributed.run" not in calls[-1]["command"]
 
 

@@ -22,16 +22,18 @@ def one_thread():
 
 
 def test_a_few_steps_reduce_the_loss_by_30_percent(tmp_path):
-    from yolotui.engine import components
     from yolotui.engine.data.dataset import YoloDataset
     from yolotui.engine.data.loader import collate_batch
+    from yolotui.engine.data.pipeline import load_data
+    from yolotui.engine.loss import loss_for_model
+    from yolotui.engine.model import build_model
     from yolotui.engine.optim import build_optimizer
 
     torch.manual_seed(0)
-    data = components.load_data({"data": str(make_data(tmp_path, n_train=4, n_val=2, img=128)), "min_items": 0})
-    model = components.build_model(TINY_CFG, nc=data.nc)
+    data = load_data({"data": str(make_data(tmp_path, n_train=4, n_val=2, img=128)), "min_items": 0})
+    model = build_model(TINY_CFG, nc=data.nc)
     hyp = {"box": 7.5, "cls": 0.5, "dfl": 1.5}
-    loss_fn = components.build_loss(model, hyp, 0.0)
+    loss_fn = loss_for_model(model, hyp, 0.0)
     dataset = YoloDataset(data.train, imgsz=128, augment=False)
     batch = collate_batch([dataset[i] for i in range(len(dataset))])
     imgs = batch["img"].float() / 255
@@ -49,7 +51,7 @@ def test_a_few_steps_reduce_the_loss_by_30_percent(tmp_path):
 
 
 def test_optimizer_groups_and_nominal_batch():
-    from yolotui.engine import components
+    from yolotui.engine.model import build_model
     from yolotui.engine.optim import (
         accumulation_steps,
         build_optimizer,
@@ -57,7 +59,7 @@ def test_optimizer_groups_and_nominal_batch():
         scaled_weight_decay,
     )
 
-    model = components.build_model(TINY_CFG, nc=5)
+    model = build_model(TINY_CFG, nc=5)
     biases, decayed, undecayed = parameter_groups(model)
     assert len(biases) + len(decayed) + len(undecayed) == len(list(model.parameters()))
     assert all(p.dim() == 1 for p in biases) and all(p.dim() == 4 for p in decayed)

@@ -12,8 +12,8 @@ import pytest
 from _health_fixtures import save_yolotui
 from wizard_kit import make_data, make_source_run
 
-from yolotui.commands._restore import restore_last
 from yolotui.errors import UserError
+from yolotui.jobs.restore import restore_last
 from yolotui.tui import actions
 from yolotui.tui import wizard_checks as checks
 from yolotui.tui.widgets.path_input import complete_path
@@ -46,11 +46,18 @@ def test_format_and_argv_never_need_a_shell():
 
 
 def test_cli_result_message_and_run_folder():
-    ok = actions.CliResult(["train"], 0, "started run exp: /x/runs/train/exp\nfollow it with: ...\n")
+    ok = actions.CliResult(["train"], 0, '{"name": "exp", "folder": "/x/runs/train/exp", "state": "running", '
+                                         '"verb": "started", "warnings": []}\n')
     assert ok.ok and ok.message == "started run exp: /x/runs/train/exp"
     assert actions.launched_run_dir(ok) == Path("/x/runs/train/exp")
-    resumed = actions.CliResult(["resume"], 0, "resumed from epoch 1\nresuming run e2e: /r/e2e\n")
-    assert actions.launched_run_dir(resumed) == Path("/r/e2e")
+    resumed = actions.CliResult(["resume"], 0, '{"name": "e2e", "folder": "/r/e2e", "verb": "resumed"}\n')
+    assert actions.launched_run_dir(resumed) == Path("/r/e2e") and resumed.message == "resuming run e2e: /r/e2e"
+    human = actions.CliResult(["train"], 0, "started run exp: /x/runs/train/exp\n")
+    assert actions.launched_run_dir(human) is None  # human text is never parsed for the run
+    assert actions.with_json(["train", "--data", "d.yaml"])[-1] == "--json"
+    assert actions.with_json(["exec", "--name", "n", "--", "sleep", "1"]) == ["exec", "--name", "n", "--json", "--",
+                                                                              "sleep", "1"]
+    assert actions.with_json(["stop", "r"]) == ["stop", "r"]
     bad = actions.CliResult(["train"], 2, "", "yolotui: error: --data x: no such file\n")
     assert not bad.ok and bad.message == "--data x: no such file"
     assert actions.launched_run_dir(bad) is None
@@ -180,7 +187,7 @@ def test_wizard_modules_never_import_torch(cli_env):
             "import yolotui.tui.app, yolotui.tui.app_actions, yolotui.tui.actions, yolotui.tui.wizard_checks\n"
             "import yolotui.tui.screens.wizard_new_run, yolotui.tui.screens.wizard_resume\n"
             "import yolotui.tui.screens.wizard_finetune, yolotui.tui.screens.confirm_stop\n"
-            "import yolotui.commands._restore\n"
+            "import yolotui.jobs.restore\n"
             "from yolotui.tui import wizard_checks as c\n"
             "c.model_choices()\n"
             "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'torchvision', "

@@ -138,7 +138,7 @@ async def test_corrupt_last_resumes_from_best(run_dir):
     app = host(run_dir, "corrupt", launcher)
     async with app.run_test(size=(80, 24)) as pilot:
         wizard = await ready(pilot)
-        assert "CORRUPT (4 min old) — truncated zip" in rendered(wizard.query_one("#diagnosis", Static))
+        assert "CORRUPT (4m old) — truncated zip" in rendered(wizard.query_one("#diagnosis", Static))
         assert keys(wizard) == [FROM, FINETUNE]
         assert "--from best.pt" in rendered(wizard.query_one("#command", Static))
         await pilot.press("ctrl+s")

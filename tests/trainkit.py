@@ -49,9 +49,9 @@ def make_data(folder: Path, n_train: int = 8, n_val: int = 4, img: int = 64) -> 
 
 def make_run(tmp: Path, name: str = "run", data: Path | None = None, hyp: dict | None = None, **opt: Any) -> Path:
     """A run folder with opt.yaml and hyp.yaml as `yolotui train` writes them (no launch)."""
-    from yolotui.commands._launch import write_run_files
     from yolotui.config import default_options, load_hyp, validate_options
     from yolotui.configs import resolve_hyp
+    from yolotui.jobs.launch import write_run_files
 
     tmp = Path(tmp)
     data = data or make_data(tmp / "data")

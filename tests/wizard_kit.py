@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import yaml
@@ -33,7 +34,8 @@ class CaptureLauncher:
         self.calls.append(list(args))
         if self.error:
             return CliResult(list(args), 2, "", f"yolotui: error: {self.error}\n")
-        out = f"started run {self.run_dir.name}: {self.run_dir}\n" if self.run_dir else "done\n"
+        out = (json.dumps({"name": self.run_dir.name, "folder": str(self.run_dir), "state": "running",
+                           "verb": "started", "warnings": []}) + "\n") if self.run_dir else "done\n"
         return CliResult(list(args), 0, out, "")
 
 

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "logs": ("logs", "print a run's train.log"),
     "stop": ("stop", "stop a run gracefully (checkpoint, then exit)"),
     "save": ("save", "ask a running trainer to write a checkpoint now"),
+    "rm": ("rm", "forget ended runs (--files also deletes their folders)"),
     "doctor": ("doctor", "diagnose a run or checkpoint before resuming"),
     "gpu": ("gpu", "GPU readings: temperature, memory, utilisation, power"),
     "check-data": ("check_data", "check a data set's images and labels"),
@@ -52,10 +53,7 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
     for name, (_, help_text) in COMMANDS.items():
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         if selected is None or name == selected:
-            try:
-                _load(name).add_arguments(sub_parser)
-            except ModuleNotFoundError:
-                pass
+            _load(name).add_arguments(sub_parser)
     return parser
 
 
@@ -79,13 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 0
-    try:
-        module = _load(args.command)
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("yolotui.commands"):
-            print(f"yolotui: '{args.command}' is not available in this build", file=sys.stderr)
-            return 2
-        raise
+    module = _load(args.command)
     try:
         return int(module.run(args) or 0)
     except UserError as exc:

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from yolotui.devices import cuda_device_count, device_string, parse_device  # noqa: F401 (re-exported)
 from yolotui.errors import UserError
 from yolotui.runs.atomic import atomic_write_text
 
@@ -197,58 +198,7 @@ def round_imgsz(imgsz: int, grid: int = GRID) -> tuple[int, str | None]:
 
 # ---------------------------------------------------------------------------------------------- devices
 
-def cuda_device_count() -> int:
-    """CUDA devices this process would see, via NVML and CUDA_VISIBLE_DEVICES; 0 without a driver."""
-    try:
-        import pynvml  # nvidia-ml-py
-
-        pynvml.nvmlInit()
-        try:
-            count = int(pynvml.nvmlDeviceGetCount())
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # no library, no driver, no GPU: all mean zero devices
-        return 0
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        entries = [e for e in visible.split(",") if e.strip()]
-        if not entries or entries[0].strip() == "-1":
-            return 0
-        count = min(count, len(entries))
-    return count
-
-
-def parse_device(device: str | int | None, count: int | None = None) -> list[int] | None:
-    """'' -> first GPU if any else CPU; 'cpu' -> None; '0', 'cuda:1', '0,1' -> indices. UserError if absent.
-
-    Returns None for the CPU, else the list of CUDA indices.
-    """
-    text = "" if device is None else str(device).strip().lower()
-    if text == "cpu":
-        return None
-    have = cuda_device_count() if count is None else count
-    if text == "":
-        return [0] if have > 0 else None
-    indices: list[int] = []
-    for part in text.replace("cuda:", "").replace("cuda", "0" if text == "cuda" else "").split(","):
-        part = part.strip()
-        if not part.isdigit():
-            raise UserError(f"--device {device}: not a device; use cpu, 0, 0,1 or cuda:0")
-        indices.append(int(part))
-    if have == 0:
-        raise UserError(f"--device {device}: no CUDA device is available here; use --device cpu")
-    missing = [i for i in indices if i >= have]
-    if missing:
-        raise UserError(f"--device {device}: cuda:{missing[0]} does not exist, this machine has {have} GPU(s)"
-                        f" (0..{have - 1})")
-    if len(set(indices)) != len(indices):
-        raise UserError(f"--device {device}: a device is listed twice")
-    return indices
-
-
-def device_string(indices: list[int] | None) -> str:
-    """The canonical --device value for parsed indices: 'cpu' or '0,1'."""
-    return "cpu" if not indices else ",".join(str(i) for i in indices)
+# parse_device, device_string and cuda_device_count live in yolotui.devices (the one device parser).
 
 
 # -------------------------------------------------------------------------------------------- validation

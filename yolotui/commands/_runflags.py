@@ -1,8 +1,7 @@
 """Flags every launching command shares (train, resume, finetune, exec): notifications, stall watchdog, logging.
 
 `add_run_flags(parser)` registers --notify URL (repeatable), --stall-timeout S, --log-config FILE and
---log-level LEVEL; `run_extra(args)` checks them (a bad logging YAML is refused here, before anything
-detaches) and returns the run.yaml entries they make: `notify`, `watchdog`, `logging`.
+--log-level LEVEL; `extras_from(args)` turns them into a jobs.runextras.RunExtras for the job request.
 """
 
 from __future__ import annotations
@@ -26,46 +25,10 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
                         help="level of train.log and supervisor.log (default INFO)")
 
 
-def run_extra(args: argparse.Namespace) -> dict[str, Any]:
-    """The run.yaml entries for the shared flags given (validated); settings.yaml supplies log defaults."""
-    from yolotui.errors import UserError
-    from yolotui.runs import logconfig
-    from yolotui.runs.usersettings import load_user_settings
+def extras_from(args: argparse.Namespace) -> Any:
+    """The shared flags given, as a RunExtras for a job request."""
+    from yolotui.jobs.runextras import RunExtras
 
-    extra: dict[str, Any] = {}
-    urls = [u.strip() for u in getattr(args, "notify", None) or [] if u.strip()]
-    if urls:
-        extra["notify"] = {"urls": urls}
-    stall = getattr(args, "stall_timeout", None)
-    if stall is not None:
-        if stall <= 0:
-            raise UserError(f"--stall-timeout {stall:g}: must be above 0 seconds")
-        extra["watchdog"] = {"min_s": float(stall), "log_s": float(stall)}
-    log_config, log_level = getattr(args, "log_config", None), getattr(args, "log_level", None)
-    if not log_config or not log_level:
-        settings = load_user_settings(strict=False)
-        log_config = log_config or settings.get("log_config")
-        log_level = log_level or settings.get("log_level")
-    entry = logconfig.entry_for(log_config, log_level)
-    if entry is not None:
-        extra["logging"] = entry
-    return extra
-
-
-CARRIED_KEYS = ("notify", "watchdog", "logging")
-
-
-def carried_over(run_dir: Any, extra: dict[str, Any]) -> dict[str, Any]:
-    """`extra` plus the shared entries of the run's previous run.yaml that are not given again (on resume)."""
-    from pathlib import Path
-
-    from yolotui.errors import UserError
-    from yolotui.runs.runconfig import read_run_config, run_yaml_path
-
-    if not run_yaml_path(Path(run_dir)).exists():
-        return extra
-    try:
-        previous = read_run_config(Path(run_dir))
-    except UserError:
-        return extra
-    return {**{k: previous[k] for k in CARRIED_KEYS if previous.get(k)}, **extra}
+    return RunExtras(notify=list(getattr(args, "notify", None) or []),
+                     stall_timeout_s=getattr(args, "stall_timeout", None),
+                     log_config=getattr(args, "log_config", None), log_level=getattr(args, "log_level", None))

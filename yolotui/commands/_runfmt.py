@@ -1,34 +1,25 @@
-"""Formatting shared by the run commands (ls, status, stop): ages, times, epochs, plain tables."""
+"""Plain tables for the run commands (ls, status, stop), with the shared formatter's `-` for unknowns."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
+
+from yolotui import formatting
 
 
 def age(seconds: float | None) -> str:
-    """'42s', '5m', '3h', '2d'; '-' when unknown."""
-    if seconds is None:
-        return "-"
-    seconds = max(0.0, seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit}"
-    return f"{int(seconds)}s"
+    """'42s', '5m', '3h', '2d' (yolotui.formatting); '-' when unknown."""
+    return formatting.age(seconds, unknown="-")
 
 
 def when(ts: float | None) -> str:
     """Local 'YYYY-MM-DD HH:MM' for a unix time; '-' when unknown."""
-    if not ts:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+    return formatting.when(ts, unknown="-")
 
 
 def epoch_text(epoch: int | None, epochs: int | None) -> str:
     """'3/100', '3/?', '-'."""
-    if epoch is None and epochs is None:
-        return "-"
-    return f"{epoch if epoch is not None else 0}/{epochs if epochs is not None else '?'}"
+    return formatting.epochs(epoch, epochs, unknown="-")
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -1,13 +1,15 @@
 """`yolotui demo`: generate the demo data set if absent, start a short detached training run, and follow it.
 
 The run trains a small model (gelan-t by default, 160 px, 50 epochs, the short-run recipe hyp.demo.yaml) on
-coloured shapes generated locally, so it needs no download and finishes in minutes on a laptop CPU. It opens the dashboard when the TUI is
-available, else (or with --no-tui) follows in plain text. Quitting either never stops the run.
+coloured shapes generated locally, so it needs no download and finishes in minutes on a laptop CPU. It opens
+the dashboard, or (with --no-tui) follows in plain text; --detach or --json return at once. Quitting either
+never stops the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 DEMO_MODEL = "gelan-t"
@@ -16,58 +18,58 @@ DEMO_HYP = "hyp.demo.yaml"  # few optimizer steps: no accumulation, 1-epoch warm
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Demo knobs (defaults give a few minutes of CPU training)."""
+    from yolotui.commands._options import add_batch, add_imgsz, add_json
+
     parser.add_argument("--data-dir", default=None, help="where the demo data set lives (default: state dir)")
     parser.add_argument("--cfg", default=DEMO_MODEL, help=f"model (default {DEMO_MODEL})")
     parser.add_argument("--epochs", type=int, default=50, help="epochs (default 50: mAP50 about 0.5 by epoch 30)")
-    parser.add_argument("--batch-size", "--batch", dest="batch_size", type=int, default=16)
-    parser.add_argument("--imgsz", "--img", dest="imgsz", type=int, default=160)
+    add_batch(parser, default=16, help="total batch size (default 16)")
+    add_imgsz(parser, default=160, help="image size (default 160)")
     parser.add_argument("--hyp", default=DEMO_HYP, help=f"hyperparameters (default {DEMO_HYP}, tuned for short runs)")
     parser.add_argument("--device", default="", help="default: first GPU, else cpu")
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="data loader workers (default 2)")
     parser.add_argument("--project", default="runs/train", help="parent folder of the run (default runs/train)")
-    parser.add_argument("--name", default="demo")
+    parser.add_argument("--name", default="demo", help="run folder name (default demo; numbered when taken)")
     parser.add_argument("--no-tui", action="store_true", help="follow in plain text instead of the dashboard")
     parser.add_argument("--detach", action="store_true", help="start the run and return at once")
+    add_json(parser)
 
 
-def demo_data(folder: Path) -> Path:
+def demo_data(folder: Path, out=sys.stdout) -> Path:
     """The demo data.yaml in `folder`, generated on first use."""
     from yolotui.datasets import make_demo_dataset
 
     yaml_path = folder / "data.yaml"
     if yaml_path.is_file():
         return yaml_path
-    print(f"generating the demo data set in {folder} ...")
+    print(f"generating the demo data set in {folder} ...", file=out)
     return Path(make_demo_dataset(folder))
 
 
 def run(args: argparse.Namespace) -> int:
     """Data, launch, then dashboard or plain-text follow."""
-    from yolotui.commands._launch import start_training
-    from yolotui.commands.train import prepare_run
+    from yolotui.commands._options import report_started
+    from yolotui.jobs.new_run import NewRunRequest, new_run
     from yolotui.runs import index
 
+    out = sys.stderr if args.json else sys.stdout
     folder = Path(args.data_dir).expanduser() if args.data_dir else index.home_dir() / "demo-data"
-    data_yaml = demo_data(folder)
+    data_yaml = demo_data(folder, out)
     given = {"data": str(data_yaml), "cfg": args.cfg, "epochs": args.epochs, "batch_size": args.batch_size,
              "imgsz": args.imgsz, "device": args.device, "workers": args.workers, "project": args.project,
              "name": args.name, "hyp": args.hyp, "close_mosaic": max(1, args.epochs // 5), "patience": 0,
              "save_period_min": 2.0}
-    run_dir, opt, _hyp, warnings = prepare_run(given)
-    for warning in warnings:
-        print(f"warning: {warning}")
-    start_training(run_dir, opt)
-    print(f"started demo run {run_dir.name}: {run_dir}")
-    if args.detach:
-        print(f"follow it with: yolotui attach {run_dir}")
+    result = new_run(NewRunRequest(given))
+    report_started(result, args.json)
+    run_dir = result.run_dir
+    print(f"started demo run {run_dir.name}: {run_dir}", file=out)
+    if args.detach or args.json:
+        print(f"follow it with: yolotui attach {run_dir}", file=out)
         return 0
     if not args.no_tui:
-        try:
-            from yolotui.tui.app import run_app
-        except ImportError:
-            run_app = None
-        if run_app is not None:
-            return int(run_app(run_dir) or 0)
+        from yolotui.tui.app import run_app
+
+        return int(run_app(run_dir) or 0)
     from yolotui.commands._progress import follow
 
     follow(run_dir)

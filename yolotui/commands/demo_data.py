@@ -13,7 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", nargs="?", default="demo-data", help="output folder (default: demo-data)")
     parser.add_argument("--train", type=int, default=128, help="training images (default 128)")
     parser.add_argument("--val", type=int, default=32, help="validation images (default 32)")
-    parser.add_argument("--img", type=int, default=256, help="image side in pixels (default 256)")
+    from yolotui.commands._options import add_imgsz
+
+    add_imgsz(parser, dest="img", default=256, help="image side in pixels (default 256)")
     parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same files")
 
 
@@ -24,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     if args.train < 1 or args.val < 1:
         raise UserError(f"--train and --val must be 1 or more, got {args.train} and {args.val}")
     if args.img < 32:
-        raise UserError(f"--img must be at least 32 pixels, got {args.img}")
+        raise UserError(f"--imgsz must be at least 32 pixels, got {args.img}")
     started = time.monotonic()
     yaml_path = make_demo_dataset(args.dir, n_train=args.train, n_val=args.val, img=args.img, seed=args.seed)
     print(f"demo data: {args.train} train + {args.val} val images at {args.img} px in "

@@ -1,4 +1,4 @@
-"""`yolotui doctor RUN|PATH [--json] [--deep]`: diagnose a run or a checkpoint before resuming.
+"""`yolotui doctor RUN|PATH [--json] [--deep]`: diagnose a run or a checkpoint before resuming (yolotui.jobs.doctor).
 
 RUN is a run directory or a run name from the index; PATH a checkpoint file. Exit status: 0 when the
 run can go on as it is (resume, extend, or live), 1 when it needs attention (damaged, incomplete,
@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,71 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-env", action="store_true", help="skip the torch environment probe")
 
 
-def resolve_target(value: str) -> Path:
-    """A checkpoint file as given; else a run folder (a path, or a name from the index via resolve_run)."""
-    path = Path(value).expanduser()
-    if path.is_file():
-        return path
-    if path.is_dir() and path.name == "weights" and any((path / n).exists() for n in ("last.pt", "best.pt")):
-        return path.parent
-    try:
-        from yolotui.runs.resolve import resolve_run  # the jobs stream's resolver
-    except ImportError:
-        return _resolve_locally(value, path)
-    return Path(resolve_run(value))
-
-
-def _resolve_locally(value: str, path: Path) -> Path:
-    """Fallback resolver: an existing folder, else a unique name in the index."""
-    from yolotui.errors import UserError
-    from yolotui.runs import index
-
-    if path.is_dir():
-        return path
-    matches = [Path(e.path) for e in index.entries() if e.name == value or Path(e.path).name == value]
-    unique = list(dict.fromkeys(matches))
-    if len(unique) == 1:
-        return unique[0]
-    if len(unique) > 1:
-        raise UserError(f"run name '{value}' is ambiguous ({', '.join(map(str, unique[:3]))}): give the path")
-    raise UserError(f"no run or file '{value}': give a run directory, a checkpoint path, or a name from `yolotui ls`")
-
-
 def run(args: argparse.Namespace) -> int:
     """Diagnose and print; exit 0 when healthy, 1 when the run or checkpoint needs attention."""
-    from yolotui.health.deep import run_deep_check
-    from yolotui.health.report import (
-        EXTEND,
-        LIVE,
-        RESUME,
-        diagnose_run,
-        render_checkpoint_text,
-        render_text,
-    )
-    from yolotui.health.verdict import FINISHED, RESUMABLE, diagnose_checkpoint
+    from yolotui.jobs.doctor import DoctorRequest, doctor
 
-    target = resolve_target(args.target)
-    if target.is_file():
-        verdict = diagnose_checkpoint(target)
-        deep = run_deep_check(target) if args.deep else None
-        if args.json:
-            payload = verdict.to_dict()
-            payload["deep"] = deep
-            print(json.dumps(payload, indent=2, default=str))
-        else:
-            text = render_checkpoint_text(verdict)
-            if deep is not None:
-                state = "loaded it" if deep.get("ok") else f"refused it: {deep.get('error')}"
-                text += f"deep      torch.load(weights_only=True) {state}\n"
-            sys.stdout.write(text)
-        return 0 if verdict.verdict in (RESUMABLE, FINISHED) else 1
-    diagnosis = diagnose_run(target, environment=not args.no_env)
-    if args.deep:
-        chosen = diagnosis.recommended_checkpoint or str(Path(diagnosis.last.path))
-        if Path(chosen).is_file():
-            diagnosis.deep = {"path": chosen, **run_deep_check(Path(chosen))}
+    result = doctor(DoctorRequest(args.target, deep=args.deep, environment=not args.no_env))
     if args.json:
-        print(json.dumps(diagnosis.to_dict(), indent=2, default=str))
+        print(json.dumps(result.to_dict(), indent=2, default=str))
     else:
-        sys.stdout.write(render_text(diagnosis))
-    return 0 if diagnosis.recommended in (RESUME, EXTEND, LIVE) else 1
+        sys.stdout.write(result.text())
+    return 0 if result.healthy else 1

@@ -1,7 +1,7 @@
-"""`yolotui exec [--name N] [--project DIR] [--exist-ok] [--max-restarts N] -- CMD ...`: supervise any command.
+"""`yolotui exec [--name N] [--project DIR] [--exist-ok] [--max-restarts N] [--json] -- CMD ...`: supervise any command.
 
 The command runs detached under the supervisor in PROJECT/NAME (numbered exp, exp2 ... unless --exist-ok);
-this prints the run folder and returns at once.
+this prints the run folder (or, with --json, the run as JSON) and returns at once. See yolotui.jobs.exec_run.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `yolotui exec`."""
+    from yolotui.commands._options import add_json
+
     parser.add_argument("--name", default="exp", help="run name, a single folder name (default: exp)")
     parser.add_argument("--project", default="runs/exec", help="parent folder of the run (default: runs/exec)")
     parser.add_argument("--exist-ok", action="store_true", help="reuse PROJECT/NAME instead of numbering a new one")
@@ -19,6 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="restart the command up to N times when it fails (default: 0)")
     parser.add_argument("--save-signal", action="store_true",
                         help="the command writes a checkpoint on SIGUSR1 (enables `yolotui save`)")
+    add_json(parser)
     from yolotui.commands._runflags import add_run_flags
 
     add_run_flags(parser)
@@ -27,27 +30,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Create the run folder and start the supervised command."""
-    from pathlib import Path
+    import json
 
-    from yolotui.errors import UserError
-    from yolotui.runs.launcher import check_command, launch
-    from yolotui.runs.store import create_run_dir, validate_name
+    from yolotui.commands._runflags import extras_from
+    from yolotui.jobs.exec_run import ExecRequest, exec_run
 
-    command = list(args.cmd_argv)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise UserError("no command given: put it after '--', e.g. yolotui exec -- python train.py")
-    if args.max_restarts < 0:
-        raise UserError(f"--max-restarts must be 0 or more (got {args.max_restarts})")
-    validate_name(args.name)
-    check_command(command)
-    from yolotui.commands._runflags import run_extra
-
-    extra = {**run_extra(args), **({"save_signal": True} if args.save_signal else {})}
-    run_dir = create_run_dir(Path(args.project), args.name, exist_ok=args.exist_ok)
-    launch(run_dir, command, name=run_dir.name, backend="exec", max_attempts=args.max_restarts + 1, extra=extra)
-    print(run_dir)
+    result = exec_run(ExecRequest(list(args.cmd_argv), name=args.name, project=args.project,
+                                  exist_ok=args.exist_ok, max_restarts=args.max_restarts,
+                                  save_signal=args.save_signal, extras=extras_from(args)))
+    run_dir = result.run_dir
+    print(json.dumps(result.to_json()) if args.json else run_dir)
     from yolotui.runs.logout import launch_lines_for
 
     for line in launch_lines_for(run_dir):  # how it survives logout

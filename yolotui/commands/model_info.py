@@ -9,11 +9,13 @@ from yolotui.errors import UserError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags: --cfg NAME|PATH, --nc, --img, --json."""
+    """Flags: --cfg NAME|PATH, --nc, --imgsz (also --img), --json."""
     parser.add_argument("--cfg", required=True, metavar="NAME|PATH",
                         help="model config: a shipped name (yolov9-s, gelan-c, ...) or a model YAML path")
     parser.add_argument("--nc", type=int, default=None, help="number of classes (default: the config's nc)")
-    parser.add_argument("--img", "--imgsz", dest="img", type=int, default=640, help="square input size for GFLOPs")
+    from yolotui.commands._options import add_imgsz
+
+    add_imgsz(parser, dest="img", default=640, help="square input size for GFLOPs (default 640)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -22,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     if args.nc is not None and args.nc < 1:
         raise UserError(f"--nc must be a positive number of classes, got {args.nc}")
     if args.img < 32:
-        raise UserError(f"--img must be at least 32 pixels, got {args.img}")
+        raise UserError(f"--imgsz must be at least 32 pixels, got {args.img}")
     from yolotui.configs import resolve_model_cfg
     from yolotui.engine.model.summary import summarize
 

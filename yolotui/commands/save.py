@@ -12,8 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Send the save signal."""
-    from yolotui.runs.control import save_now
-    from yolotui.runs.resolve import resolve_run
+    from yolotui.jobs.control import save
 
-    print(save_now(resolve_run(args.run)).message)
+    print(save(args.run).message)
     return 0

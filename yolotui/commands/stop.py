@@ -18,16 +18,15 @@ def run(args: argparse.Namespace) -> int:
     """Stop the run and report what was sent."""
     import sys
 
-    from yolotui.runs.control import stop
+    from yolotui.jobs.control import StopRequest, resolve, stop
     from yolotui.runs.layout import LIVE_STATES
-    from yolotui.runs.resolve import resolve_run
     from yolotui.runs.status import effective_state
 
-    run_dir = resolve_run(args.run)
+    run_dir = resolve(args.run)
     if not args.no_wait and effective_state(run_dir) in LIVE_STATES:
         how = "SIGKILL now" if args.force else f"grace {args.grace:g} s"
         print(f"stopping {run_dir.name} ({how})...", file=sys.stderr, flush=True)
-    result = stop(run_dir, force=args.force, grace_s=args.grace, wait=not args.no_wait)
+    result = stop(StopRequest(run_dir, force=args.force, grace_s=args.grace, wait=not args.no_wait))
     print(result.message)
     if result.was_running and not args.no_wait and result.state in LIVE_STATES:
         return 1

@@ -32,9 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--weights", required=True,
                         help="yolotui checkpoint (e.g. runs/train/exp/weights/best.pt) or official YOLOv9 .pt")
     parser.add_argument("--data", required=True, help="data set yaml (train/val/test, names)")
-    parser.add_argument("--img", "--imgsz", "--img-size", dest="imgsz", type=int, default=640,
-                        help="inference size in pixels (rounded up to a multiple of the model stride)")
-    parser.add_argument("--batch", "--batch-size", dest="batch_size", type=int, default=32, help="batch size")
+    from yolotui.commands._options import add_batch, add_imgsz
+
+    add_imgsz(parser, default=640, help="inference size in pixels (rounded up to a multiple of the model stride)")
+    add_batch(parser, default=32, help="batch size (default 32)")
     parser.add_argument("--device", default="", help="cuda device, e.g. 0 or cuda:0, or cpu (default: GPU 0 if any)")
     parser.add_argument("--conf", "--conf-thres", dest="conf", type=float, default=0.001,
                         help="confidence threshold (default 0.001)")
@@ -55,9 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.batch_size < 1:
-        raise UserError(f"--batch {args.batch_size}: must be at least 1")
+        raise UserError(f"--batch-size {args.batch_size}: must be at least 1")
     if args.imgsz < 32:
-        raise UserError(f"--img {args.imgsz}: must be at least 32")
+        raise UserError(f"--imgsz {args.imgsz}: must be at least 32")
     if not 0.0 <= args.conf <= 1.0:
         raise UserError(f"--conf {args.conf}: must be between 0 and 1")
     if not 0.0 <= args.iou <= 1.0:

@@ -14,6 +14,7 @@ The loss is computed in float32 whatever the maps' dtype, so it is safe under au
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -159,3 +160,9 @@ class YoloLoss:
         gains = torch.tensor([self.gains["box"], self.gains["cls"], self.gains["dfl"]], device=device)
         total = total * gains
         return total.sum() * batch, total.detach()
+
+
+def loss_for_model(model: Any, hyp: dict[str, Any], label_smoothing: float) -> YoloLoss:
+    """The YOLOv9 loss for `model`'s head (its nc, strides and reg_max)."""
+    return YoloLoss(int(model.nc), model.stride, reg_max=int(getattr(model, "reg_max", 16)), hyp=hyp,
+                    label_smoothing=label_smoothing)

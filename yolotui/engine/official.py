@@ -2,15 +2,16 @@
 
 Official .pt files (train_dual.py, the released yolov9-*.pt) pickle whole model objects
 (`models.yolo.DetectionModel`, `models.common.RepNCSPELAN4`, torch.nn layers ...). `torch.load(weights_only=True)`
-refuses them, and a plain `torch.load` would import and call whatever the file names. Here the pickle is read
-with an unpickler whose `find_class` hands out real objects only for a small allow-list (tensor and storage
-rebuilding, OrderedDict, set, dtypes) and an inert stub class for every other name. A stub records what the
-pickle gives it (the state of a BUILD, the arguments of a NEWOBJ) and runs nothing: nn.Module pickles become
-stubs whose recorded `__dict__` holds `_parameters`, `_buffers` and `_modules`, which are walked to a flat
-state dict with the official key names (`model.<i>....`). Calling a stubbed name (a REDUCE of `os.system`,
-`builtins.eval` ...) fails closed with a UserError naming the file; only a few data-only constructors (numpy
-arrays and scalars, pathlib paths, which train_dual.py checkpoints hold in `best_fitness` or `opt`) may be
-"called", and they too only record their arguments.
+refuses them, and a plain `torch.load` would import and call whatever the file names. Here the pickle is walked
+by the same symbolic reader yolotui.health uses (yolotui.health.pickle_scan: nothing is imported or called),
+and the symbols are then turned into data under an allow-list: tensor rebuilds read their bytes from the
+checkpoint's zip, OrderedDict/set/bytes become themselves, and an object created the pickle's NEWOBJ way (a
+class's `__new__` plus its recorded state, how nn.Module pickles) becomes an inert `Recorded` holding that
+state. nn.Module records hold `_parameters`, `_buffers` and `_modules`, which are walked to a flat state dict
+with the official key names (`model.<i>....`). Any other call (a REDUCE of `os.system`, `builtins.eval` ...)
+fails closed with a UserError naming the file; only a few data-only constructors (numpy arrays and scalars,
+pathlib paths, which train_dual.py checkpoints hold in `best_fitness` or `opt`) are allowed, and they too only
+record their arguments.
 
 As the official code does (`ckpt.get('ema') or ckpt['model']`), the EMA model is used when present.
 """
@@ -18,9 +19,7 @@ As the official code does (`ckpt.get('ema') or ckpt['model']`), the EMA model is
 from __future__ import annotations
 
 import _compat_pickle
-import collections
 import pickle
-import types
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from typing import Any
 import torch
 
 from yolotui.errors import UserError
+from yolotui.health.pickle_scan import Call, Global, PersistentRef, PickleScanError, scan_pickle
 
 # Names whose call merely records its arguments (data-only constructors found in official checkpoints).
 _RECORDED_CALLS = frozenset({
@@ -38,163 +38,168 @@ _RECORDED_CALLS = frozenset({
     "pathlib.Path", "pathlib.PosixPath", "pathlib.WindowsPath", "pathlib.PurePosixPath",
     "pathlib.PureWindowsPath",
 })
+_TENSOR_REBUILDS = frozenset({"torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor"})
+_PARAMETER_REBUILDS = frozenset({"torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state"})
+_STORAGE_DTYPES = {
+    "FloatStorage": torch.float32, "DoubleStorage": torch.float64, "HalfStorage": torch.float16,
+    "BFloat16Storage": torch.bfloat16, "LongStorage": torch.int64, "IntStorage": torch.int32,
+    "ShortStorage": torch.int16, "CharStorage": torch.int8, "ByteStorage": torch.uint8, "BoolStorage": torch.bool,
+}
+_VALUES: dict[str, Any] = {f"torch.{name}": getattr(torch, name) for name in (
+    "float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16", "int32", "int64",
+    "uint8", "bool", "long", "int")}
+MAX_PICKLE_BYTES = 512 * 2**20  # data.pkl of the largest official model is a few hundred kB
 
 
 class CodeRefused(Exception):
-    """The pickle tried to call something that is not on the allow-list."""
+    """The pickle tries to call something that is not on the allow-list."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
         self.name = name
 
 
-class _StubMeta(type):
-    """Metaclass of stub classes: calling a stub class (a pickle REDUCE) is refused unless it only records."""
+@dataclass(eq=False)
+class Recorded:
+    """An inert stand-in for an object of a class outside the allow-list: its name, arguments and state."""
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        if not cls._stub_may_call:
-            raise CodeRefused(cls._stub_name)
-        return cls.__new__(cls, *args, **kwargs)
-
-
-class Stub(metaclass=_StubMeta):
-    """An inert stand-in for an object of a class outside the allow-list: it only records its state."""
-
-    _stub_name = "?"
-    _stub_may_call = False
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Stub:
-        obj = object.__new__(cls)
-        obj.__dict__["stub_args"] = args
-        obj.__dict__["stub_state"] = None
-        return obj
-
-    def __setstate__(self, state: Any) -> None:
-        self.__dict__["stub_state"] = state
+    name: str
+    args: Any = ()
+    state: Any = None
 
     @property
     def stub_dict(self) -> dict[str, Any]:
         """The recorded instance dict (BUILD may give `dict` or `(dict, slots)`)."""
-        state = self.__dict__.get("stub_state")
+        state = self.state
         if isinstance(state, tuple) and len(state) == 2 and isinstance(state[0], dict):
             state = state[0]
         return state if isinstance(state, dict) else {}
 
     def __repr__(self) -> str:
-        return f"<stub {self._stub_name}>"
+        return f"<recorded {self.name}>"
 
 
-_STUB_TYPES: dict[str, type] = {}
+def _qualified(ref: Any) -> str:
+    """'module.name' of a Global, with Python 2 spellings mapped (as pickle does, importing nothing)."""
+    if not isinstance(ref, Global):
+        raise CodeRefused(f"a call of {type(ref).__name__}")
+    module, name = ref.module, ref.name
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+    module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+    return f"{module}.{name}"
 
 
-def _stub_type(qualified: str) -> type:
-    """The (cached) stub class standing for the global `qualified`."""
-    stub = _STUB_TYPES.get(qualified)
-    if stub is None:
-        short = qualified.rsplit(".", 1)[-1] or "Stub"
-        stub = _StubMeta(short, (Stub,), {"_stub_name": qualified,
-                                          "_stub_may_call": qualified in _RECORDED_CALLS})
-        _STUB_TYPES[qualified] = stub
-    return stub
+class _Materialiser:
+    """Turns pickle_scan's symbols into data: tensors from the zip's storages, records for objects."""
 
+    def __init__(self, archive: zipfile.ZipFile | None, prefix: str) -> None:
+        self.archive, self.prefix = archive, prefix
+        self.storages: dict[str, torch.Tensor] = {}
+        self.done: dict[int, Any] = {}
 
-def _no_hooks() -> collections.OrderedDict:
-    return collections.OrderedDict()
+    def storage(self, ref: Any) -> torch.Tensor:
+        pid = ref.pid if isinstance(ref, PersistentRef) else None
+        if not (isinstance(pid, tuple) and len(pid) >= 3 and pid[0] == "storage"):
+            raise ValueError(f"unexpected persistent id {pid!r}")
+        kind = pid[1].name if isinstance(pid[1], Global) else str(pid[1])
+        dtype = _STORAGE_DTYPES.get(kind)
+        if dtype is None:
+            raise ValueError(f"unsupported storage type {kind}")
+        key = str(pid[2])
+        if key not in self.storages:
+            if self.archive is None:
+                raise ValueError("tensor data outside a torch zip checkpoint")
+            data = bytearray(self.archive.read(f"{self.prefix}/data/{key}"))
+            self.storages[key] = (torch.frombuffer(data, dtype=dtype) if data else torch.empty(0, dtype=dtype))
+        return self.storages[key]
 
+    def tensor(self, args: Any) -> torch.Tensor:
+        storage, offset, size, stride = (tuple(args) + (None,) * 4)[:4]
+        flat = self.storage(storage)
+        size, stride = tuple(int(v) for v in size), tuple(int(v) for v in stride)
+        return torch.as_strided(flat, size, stride, int(offset))
 
-def _rebuild_tensor_v2(storage: Any, offset: int, size: Any, stride: Any, requires_grad: bool = False,
-                       backward_hooks: Any = None, metadata: Any = None) -> torch.Tensor:
-    """torch's tensor rebuild, with any pickled backward hooks and metadata dropped."""
-    return torch._utils._rebuild_tensor_v2(storage, offset, size, stride, False, _no_hooks())
+    def value(self, obj: Any) -> Any:
+        key = id(obj)
+        if key in self.done:
+            return self.done[key]
+        if isinstance(obj, dict):
+            out: Any = {}
+            self.done[key] = out
+            out.update({k: self.value(v) for k, v in obj.items()})
+            return out
+        if isinstance(obj, list):
+            out = []
+            self.done[key] = out
+            out.extend(self.value(v) for v in obj)
+            return out
+        if isinstance(obj, tuple):
+            return tuple(self.value(v) for v in obj)
+        if isinstance(obj, (set, frozenset)):
+            return type(obj)(self.value(v) for v in obj)
+        if isinstance(obj, Global):
+            name = _qualified(obj)
+            if name in _VALUES:
+                return _VALUES[name]
+            return Recorded(name)
+        if isinstance(obj, PersistentRef):
+            raise ValueError("a storage outside a tensor")
+        if isinstance(obj, Call):
+            result = self.call(obj)
+            self.done[key] = result
+            return result
+        return obj
 
-
-def _rebuild_tensor(storage: Any, offset: int, size: Any, stride: Any) -> torch.Tensor:
-    return torch._utils._rebuild_tensor(storage, offset, size, stride)
-
-
-def _rebuild_parameter(data: Any, requires_grad: bool = False, backward_hooks: Any = None,
-                       state: Any = None) -> torch.Tensor:
-    """A parameter's tensor (hooks and Python attributes of the parameter are not restored)."""
-    if not isinstance(data, torch.Tensor):
-        raise CodeRefused("torch._utils._rebuild_parameter(non-tensor)")
-    return data
-
-
-def _rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any) -> torch.Tensor:
-    """Tensor-subclass rebuild restricted to plain tensors and parameters."""
-    if new_type not in (torch.Tensor, torch.nn.Parameter) or func not in _TENSOR_FUNCS:
-        raise CodeRefused(f"torch._tensor._rebuild_from_type_v2({getattr(new_type, '__name__', new_type)})")
-    return func(*args)
-
-
-def _codecs_encode(text: Any, encoding: str = "utf-8") -> bytes:
-    """How protocol-2 pickles store bytes: `_codecs.encode(str, 'latin1')`; other codecs are refused."""
-    if not isinstance(text, str) or str(encoding).lower().replace("-", "") not in ("latin1", "utf8"):
-        raise CodeRefused(f"_codecs.encode(..., {encoding!r})")
-    return text.encode(encoding)
-
-
-def _reconstructor(cls: Any, base: Any, state: Any = None) -> Any:
-    """copyreg._reconstructor (protocol 0/1 object pickles), for stub classes only."""
-    if isinstance(cls, type) and issubclass(cls, Stub):
-        return cls.__new__(cls)
-    raise CodeRefused(f"copyreg._reconstructor({getattr(cls, '__name__', cls)})")
-
-
-_TENSOR_FUNCS = (_rebuild_tensor_v2, _rebuild_tensor, _rebuild_parameter)
-
-_ALLOWED: dict[str, Any] = {
-    "collections.OrderedDict": collections.OrderedDict,
-    "builtins.set": set,
-    "builtins.frozenset": frozenset,
-    "builtins.bytearray": bytearray,
-    "_codecs.encode": _codecs_encode,
-    "copyreg._reconstructor": _reconstructor,
-    "torch._utils._rebuild_tensor_v2": _rebuild_tensor_v2,
-    "torch._utils._rebuild_tensor": _rebuild_tensor,
-    "torch._utils._rebuild_parameter": _rebuild_parameter,
-    "torch._utils._rebuild_parameter_with_state": _rebuild_parameter,
-    "torch._tensor._rebuild_from_type_v2": _rebuild_from_type_v2,
-    "torch.Tensor": torch.Tensor,
-    "torch.nn.parameter.Parameter": torch.nn.Parameter,
-    "torch.Size": torch.Size,
-    "torch.device": torch.device,
-}
-_ALLOWED.update({f"torch.{name}": getattr(torch, name) for name in (
-    "float16", "float32", "float64", "bfloat16", "half", "float", "double", "int8", "int16", "int32", "int64",
-    "uint8", "bool", "long", "int")})
-
-
-class _RecordingUnpickler(pickle.Unpickler):
-    """An unpickler that resolves globals only through the allow-list; every other name is a stub class."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        # Protocol-2 pickles spell some names the Python 2 way (__builtin__.set); map the names, import nothing.
-        if (module, name) in _compat_pickle.NAME_MAPPING:
-            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
-        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
-        qualified = f"{module}.{name}"
-        allowed = _ALLOWED.get(qualified)
-        if allowed is not None:
-            return allowed
-        return _stub_type(qualified)
-
-
-def _load(file: Any, **kwargs: Any) -> Any:
-    return _RecordingUnpickler(file, **kwargs).load()
-
-
-def _loads(data: bytes, **kwargs: Any) -> Any:
-    import io
-
-    return _RecordingUnpickler(io.BytesIO(data), **kwargs).load()
-
-
-# What torch.load receives as `pickle_module` (it subclasses `.Unpickler`; the legacy format also calls `.load`).
-safe_pickle = types.ModuleType("yolotui_safe_pickle")
-safe_pickle.Unpickler = _RecordingUnpickler  # type: ignore[attr-defined]
-safe_pickle.load = _load  # type: ignore[attr-defined]
-safe_pickle.loads = _loads  # type: ignore[attr-defined]
+    def call(self, call: Call) -> Any:
+        name = _qualified(call.func)
+        args = call.args if isinstance(call.args, tuple) else (call.args,)
+        if call.how == "new":  # cls.__new__(cls) and its state: how nn.Module (and other objects) pickle
+            record = Recorded(name)
+            self.done[id(call)] = record
+            record.state = self.value(call.state)
+            return record
+        if name in _TENSOR_REBUILDS:
+            return self.tensor(args)
+        if name in _PARAMETER_REBUILDS:
+            data = self.value(args[0]) if args else None
+            if not isinstance(data, torch.Tensor):
+                raise CodeRefused(f"{name}(non-tensor)")
+            return data
+        if name == "torch._tensor._rebuild_from_type_v2":
+            func, new_type = (args + (None, None))[:2]
+            inner = args[2] if len(args) > 2 else ()
+            if _qualified(new_type) not in ("torch.Tensor", "torch.nn.parameter.Parameter") or \
+                    _qualified(func) not in _TENSOR_REBUILDS | _PARAMETER_REBUILDS:
+                raise CodeRefused(f"{name}({new_type})")
+            return self.call(Call(func, inner))
+        if name == "collections.OrderedDict":
+            out = dict(self.value(args[0])) if args and args[0] else {}
+            pairs = self.value(call.items)
+            out.update(zip(pairs[::2], pairs[1::2]))
+            return out
+        if name in ("builtins.set", "builtins.frozenset"):
+            items = self.value(args[0]) if args else ()
+            return (set if name.endswith(".set") else frozenset)(items)
+        if name == "builtins.bytearray":
+            return bytearray(self.value(args[0]) if args else b"")
+        if name == "_codecs.encode":
+            text, encoding = (tuple(self.value(a) for a in args) + ("utf-8",))[:2]
+            if not isinstance(text, str) or str(encoding).lower().replace("-", "") not in ("latin1", "utf8"):
+                raise CodeRefused(f"_codecs.encode(..., {encoding!r})")
+            return text.encode(encoding)
+        if name == "copyreg._reconstructor":
+            cls = args[0] if args else None
+            record = Recorded(_qualified(cls))
+            record.state = self.value(call.state)
+            return record
+        if name in ("torch.Size",):
+            return tuple(self.value(args[0])) if args else ()
+        if name == "torch.device":
+            return str(self.value(args[0])) if args else "cpu"
+        if name in _RECORDED_CALLS:
+            return Recorded(name, self.value(args), self.value(call.state))
+        raise CodeRefused(name)
 
 
 @dataclass
@@ -225,41 +230,63 @@ def looks_official(path: str | Path) -> bool:
     return b"models.yolo" in data or b"models.common" in data
 
 
+def _read_pickle(path: Path) -> tuple[bytes, zipfile.ZipFile | None, str]:
+    """(data.pkl bytes, the open zip or None for a raw pickle, the zip's record prefix)."""
+    if zipfile.is_zipfile(path):
+        archive = zipfile.ZipFile(path)
+        name = next((n for n in archive.namelist() if n.endswith("/data.pkl") or n == "data.pkl"), None)
+        if name is None:
+            archive.close()
+            raise ValueError("no data.pkl in the zip: not a torch checkpoint")
+        if archive.getinfo(name).file_size > MAX_PICKLE_BYTES:
+            archive.close()
+            raise ValueError(f"its pickle is over {MAX_PICKLE_BYTES >> 20} MiB")
+        return archive.read(name), archive, name.rpartition("/")[0]
+    if path.stat().st_size > MAX_PICKLE_BYTES:
+        raise ValueError(f"over {MAX_PICKLE_BYTES >> 20} MiB and not a torch zip")
+    return path.read_bytes(), None, ""
+
+
 def load_recorded(path: str | Path) -> Any:
-    """The checkpoint's object graph with every non-allowed class replaced by a recording stub.
+    """The checkpoint's object graph: tensors, plain data, and a `Recorded` for every object of another class.
 
     UserError naming the file when the pickle tries to call something (it is refused, never run) or cannot
     be read.
     """
     path = Path(path)
+    archive = None
     try:
-        return torch.load(path, map_location="cpu", weights_only=False, pickle_module=safe_pickle)
+        data, archive, prefix = _read_pickle(path)
+        return _Materialiser(archive, prefix).value(scan_pickle(data).value)
     except CodeRefused as exc:
         raise UserError(f"--weights {path}: refused: its pickle tries to call {exc.name}, which a checkpoint "
                         "has no reason to do; nothing from it was run. Use a checkpoint from a trusted "
                         "source") from None
-    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, zipfile.BadZipFile, AttributeError,
-            TypeError, ValueError, KeyError, IndexError) as exc:
+    except (PickleScanError, RuntimeError, EOFError, OSError, zipfile.BadZipFile, AttributeError, TypeError,
+            ValueError, KeyError, IndexError, RecursionError) as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
         raise UserError(f"--weights {path}: cannot read it as a checkpoint ({first})") from None
+    finally:
+        if archive is not None:
+            archive.close()
 
 
 def is_module(obj: Any) -> bool:
     """True for a recorded nn.Module: a stub whose state holds _parameters and _modules."""
-    if not isinstance(obj, Stub):
+    if not isinstance(obj, Recorded):
         return False
     state = obj.stub_dict
     return isinstance(state.get("_parameters"), Mapping) and isinstance(state.get("_modules"), Mapping)
 
 
-def module_state_dict(module: Stub, prefix: str = "") -> dict[str, torch.Tensor]:
+def module_state_dict(module: Recorded, prefix: str = "") -> dict[str, torch.Tensor]:
     """The flat state dict of a recorded module, as `nn.Module.state_dict()` names it (persistent buffers)."""
     out: dict[str, torch.Tensor] = {}
     _collect(module, prefix, out)
     return out
 
 
-def _collect(module: Stub, prefix: str, out: dict[str, torch.Tensor]) -> None:
+def _collect(module: Recorded, prefix: str, out: dict[str, torch.Tensor]) -> None:
     state = module.stub_dict
     for name, value in dict(state.get("_parameters") or {}).items():
         if value is not None:
@@ -322,7 +349,7 @@ def read_official(path: str | Path) -> OfficialWeights:
         if is_module(picked):
             state = module_state_dict(picked)
             attrs = picked.stub_dict
-            model_class = picked._stub_name
+            model_class = picked.name
         elif isinstance(picked, Mapping) and picked and all(isinstance(v, torch.Tensor) for v in picked.values()):
             state = {str(k): _tensor(v, str(k)) for k, v in picked.items()}
             attrs, model_class, source = {}, "state_dict", "state_dict"
@@ -376,4 +403,4 @@ def load_weights_source(path: str | Path) -> dict[str, Any]:
 
 
 __all__ = ["OfficialWeights", "load_weights_source", "read_official", "looks_official", "load_recorded", "module_state_dict",
-           "as_source_checkpoint", "safe_pickle", "CodeRefused"]
+           "as_source_checkpoint", "Recorded", "CodeRefused"]

@@ -25,11 +25,16 @@ from torch import nn
 
 from yolotui.config import load_hyp, load_yaml, opt_yaml_dict, parse_freeze, save_yaml
 from yolotui.engine import checkpoint as ckpt_io
-from yolotui.engine import components, ddp
+from yolotui.engine import ddp
+from yolotui.engine import validate as validation
+from yolotui.engine.data import pipeline
 from yolotui.engine.ema import ModelEMA, unwrap
 from yolotui.engine.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
 from yolotui.engine.faults import FaultInjector
 from yolotui.engine.freeze import frozen_state_keys, hold_frozen_bn
+from yolotui.engine.loss import loss_for_model
+from yolotui.engine.model import build_model
+from yolotui.engine.official import load_weights_source
 from yolotui.engine.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
 from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
 from yolotui.engine.signals import SignalRequests
@@ -188,15 +193,15 @@ class Trainer:
         nc, names = self.nc, self.names
         self.transfer_note = None
         if self.resume_ckpt is not None:
-            model = components.build_model(self.resume_ckpt["model_yaml"], nc=int(self.resume_ckpt["nc"]))
+            model = build_model(self.resume_ckpt["model_yaml"], nc=int(self.resume_ckpt["nc"]))
             model.load_state_dict(self.resume_ckpt["model"])
         elif self.opt.get("weights"):
-            source = components.load_weights_source(self.opt["weights"])  # yolotui, or official read inertly
+            source = load_weights_source(self.opt["weights"])  # yolotui, or official read inertly
             cfg = self.opt.get("cfg") or source.get("model_yaml")
             if not cfg:
                 raise UserError(f"--weights {self.opt['weights']}: it does not record its model config; "
                                 "give --cfg (the model YAML it was trained with) too")
-            model = components.build_model(cfg, nc=nc)
+            model = build_model(cfg, nc=nc)
             weights = source.get("ema") or source["model"]
             done, total, skipped = transfer_weights(model, weights)
             self.transfer_note = {"transferred": done, "total": total, "reinitialised": skipped,
@@ -204,7 +209,7 @@ class Trainer:
             self._log(f"Transferred {done}/{total} items from {self.opt['weights']}"
                       + (f"; re-initialised {len(skipped)} (class count {source.get('nc')} -> {nc})" if skipped else ""))
         else:
-            model = components.build_model(self.opt["cfg"], nc=nc)
+            model = build_model(self.opt["cfg"], nc=nc)
         model.names = names
         prefixes = freeze_prefixes(self.opt["freeze"], int(getattr(model, "backbone_layers", 0)))
         self.freeze_prefixes = tuple(prefixes)
@@ -245,7 +250,7 @@ class Trainer:
                 self.device = torch.device(f"cuda:{self.dist.local_rank}")
             ddp.init(self.dist, self.cuda)
         self.rank_batch = self.batch_size // self.dist.world_size
-        data = components.load_data(self.opt)
+        data = pipeline.load_data(self.opt)
         self.data = data
         self._log(f"data {self.opt.get('data')}: {data.nc} classes, cache {self.opt.get('cache') or 'none'}, "
                   f"workers {self.opt.get('workers')}", logging.DEBUG, DATA_LOG)
@@ -262,9 +267,9 @@ class Trainer:
         self.ema = ModelEMA(self.model)
         self.ema.frozen = frozen_state_keys(unwrap(self.model), self.freeze_prefixes)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.cuda)
-        self.loss_fn = components.build_loss(unwrap(self.model), self.hyp, float(self.opt.get("label_smoothing", 0.0)))
-        self.train_set, self.val_loader = components.build_datasets(data, self.opt, self.hyp, self.rank_batch)
-        self.batches = components.batches_per_epoch(self.train_set, self.rank_batch, self.dist.world_size)
+        self.loss_fn = loss_for_model(unwrap(self.model), self.hyp, float(self.opt.get("label_smoothing", 0.0)))
+        self.train_set, self.val_loader = pipeline.build_datasets(data, self.opt, self.hyp, self.rank_batch)
+        self.batches = pipeline.batches_per_epoch(self.train_set, self.rank_batch, self.dist.world_size)
         self.plan = make_plan(self.opt, self.hyp, self.epochs, self.batches)
         self.start_epoch, self.start_step = 0, 0
         self.best_fitness, self.best_epoch = 0.0, -1
@@ -410,7 +415,7 @@ class Trainer:
         """Train one epoch from batch `start_step`; False when a stop request ended it early."""
         self.model.train()
         hold_frozen_bn(unwrap(self.model), self.freeze_prefixes)  # frozen BatchNorm keeps its statistics
-        loader = components.epoch_loader(self.train_set, self.opt, self.rank_batch, epoch, start_step,
+        loader = pipeline.epoch_loader(self.train_set, self.opt, self.rank_batch, epoch, start_step,
                                          mosaic=self._mosaic(epoch), rank=self.dist.rank,
                                          world_size=self.dist.world_size)
         if start_step == 0:
@@ -478,7 +483,7 @@ class Trainer:
             stop_early, self.requests.stop = ddp.agree([False, self.requests.stop], self.dist, self.device)
             return stop_early
         self._calibrate_ema_bn(epoch)
-        val = components.run_validation(self.ema.ema, self.val_loader, self.device, self.nc, self.names,
+        val = validation.validation_metrics(self.ema.ema, self.val_loader, self.device, self.nc, self.names,
                                         self.loss_fn)
         fitness = 0.1 * val["mAP50"] + 0.9 * val["mAP50-95"]
         improved = fitness > self.best_fitness or self.best_epoch < 0

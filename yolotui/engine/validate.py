@@ -138,3 +138,11 @@ def validate(model: nn.Module, loader, device, nc: int, names, loss_fn=None,
                      images=summary["images"], instances=summary["instances"], fitness=summary["fitness"],
                      best_conf=summary["best_conf"], predictions_json=predictions_json,
                      ground_truth_json=ground_truth_json)
+
+
+def validation_metrics(model: nn.Module, loader, device, nc: int, names, loss_fn) -> dict:
+    """`validate` as the trainer records it: {P, R, mAP50, mAP50-95, losses [box, cls, dfl], per_class}."""
+    result = validate(model, loader, device, nc, names, loss_fn=loss_fn)
+    losses = [float(v) for v in result.losses] if result.losses is not None else [0.0, 0.0, 0.0]
+    return {"P": float(result.precision), "R": float(result.recall), "mAP50": float(result.map50),
+            "mAP50-95": float(result.map), "losses": losses, "per_class": result.per_class}

@@ -74,7 +74,7 @@ class CheckpointInfo:
     crc_ok: bool | None = None  # None: no zip container to check
     manifest_ok: bool | None = None  # None: no manifest beside the file
     error: str | None = None  # why the file could not be read as a checkpoint (torn, bad CRC, not a pickle)
-    # Added beyond /work/interfaces.md:
+    # Further fields:
     exists: bool = True
     container: str = "none"  # 'zip' | 'pickle' | 'none'
     torn: bool = False  # damaged container or pickle (as opposed to a readable file that is not a checkpoint)

@@ -40,6 +40,7 @@ class Call:
     args: Any
     state: Any = None
     items: list[Any] = field(default_factory=list)
+    how: str = "call"  # 'call' (REDUCE, INST, OBJ: runs func) or 'new' (NEWOBJ: cls.__new__, then BUILD)
 
     def __repr__(self) -> str:
         return f"Call({self.func})"
@@ -337,12 +338,12 @@ def _walk(data: bytes, max_opcodes: int) -> ScanResult:
         elif op == 0x81:  # NEWOBJ
             args = pop()
             cls = pop()
-            stack.append(Call(cls, args))
+            stack.append(Call(cls, args, how="new"))
         elif op == 0x92:  # NEWOBJ_EX
             kwargs = pop()
             args = pop()
             cls = pop()
-            stack.append(Call(cls, (args, kwargs)))
+            stack.append(Call(cls, (args, kwargs), how="new"))
         elif op == 0x6F:  # OBJ
             items = _pop_mark(stack)
             if not items:

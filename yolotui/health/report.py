@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yolotui import formatting
 from yolotui.health.drift import DriftItem, check_drift, first_start_event
 from yolotui.health.environment import EnvironmentReport, diagnose_environment
-from yolotui.health.logind import LogindInfo, check_logind
 from yolotui.health.verdict import (
     CORRUPT,
     FINISHED,
@@ -23,6 +23,7 @@ from yolotui.health.verdict import (
     diagnose_checkpoint,
 )
 from yolotui.runs.layout import BEST_PT, LAST_PT, LIVE_STATES, RUN_YAML, weights_dir
+from yolotui.runs.logind import LogindInfo, check_logind
 from yolotui.runs.status import effective_state, read_status
 
 RESUME = "resume"
@@ -45,7 +46,7 @@ class RunDiagnosis:
     drift: list[DriftItem] = field(default_factory=list)
     environment: EnvironmentReport | None = None
     last_failure: dict[str, Any] | None = None
-    # Added beyond /work/interfaces.md:
+    # Further fields:
     advice: str = ""
     recommended_checkpoint: str | None = None
     state: str | None = None
@@ -57,28 +58,6 @@ class RunDiagnosis:
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form."""
         return asdict(self)
-
-
-def format_age(seconds: float | None) -> str:
-    """'42 s', '7 min', '3.2 h', '5.0 d'."""
-    if seconds is None:
-        return "?"
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} d"
-
-
-def format_size(size: int) -> str:
-    """'812 B', '3.4 kB', '101.2 MB', '1.3 GB'."""
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if size >= scale:
-            return f"{size / scale:.1f} {unit}"
-    return f"{size} B"
 
 
 def _planned_epochs(run_dir: Path) -> int | None:
@@ -148,10 +127,10 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
         notes.append(f"last.pt (epoch {last.epoch}, step {last.step or 0}) is behind best.pt (epoch {best.epoch}, "
                      f"step {best.step or 0}): the last save did not land; best.pt may hold later training")
     elif behind:
-        notes.append(f"last.pt is older than best.pt (by {format_age(best.mtime - last.mtime)}) and unreadable: "
+        notes.append(f"last.pt is older than best.pt (by {formatting.age(best.mtime - last.mtime)}) and unreadable: "
                      "the last save did not land; best.pt may hold later training")
     if last.age_s is not None:
-        notes.append(f"last.pt written {format_age(last.age_s)} ago")
+        notes.append(f"last.pt written {formatting.age(last.age_s)} ago")
     info = last.info if last.info and (last.info.opt or last.info.hyp) else best.info
     # No checkpoint config: the first start event is the baseline, never an empty one (everything would drift).
     drift = check_drift(run_dir, info.opt if info else None, info.hyp if info else None)
@@ -200,9 +179,9 @@ def _verdict_lines(label: str, verdict: CheckpointVerdict) -> list[str]:
         if verdict.best_fitness is not None:
             facts.append(f"best fitness {verdict.best_fitness:.4f}")
         if verdict.size is not None:
-            facts.append(format_size(verdict.size))
+            facts.append(formatting.size(verdict.size))
         if verdict.age_s is not None:
-            facts.append(f"{format_age(verdict.age_s)} old")
+            facts.append(f"{formatting.age(verdict.age_s)} old")
         if verdict.kind and verdict.kind != "unknown":
             facts.append(f"{verdict.kind} format")
         if facts:

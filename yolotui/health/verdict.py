@@ -57,7 +57,7 @@ class CheckpointVerdict:
     age_s: float | None = None
     reasons: list[str] = field(default_factory=list)
     fallback: str | None = None
-    # Added beyond /work/interfaces.md:
+    # Further fields:
     kind: str | None = None
     fallback_verdict: str | None = None
     fallback_epoch: int | None = None

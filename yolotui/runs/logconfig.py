@@ -51,15 +51,10 @@ def check_level(value: Any, where: str) -> str:
 
 def load(path: Path) -> dict[str, Any]:
     """Read and check a logging YAML; UserError with one line naming the file and the bad key."""
-    from yolotui.config import load_yaml
+    from yolotui.runs.usersettings import read_yaml_mapping
 
     path = Path(path).expanduser()
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            raise UserError(f"--log-config {path}: larger than {MAX_BYTES >> 10} KiB; not a logging configuration")
-    except OSError:
-        pass  # load_yaml names the missing or unreadable file
-    config = load_yaml(path, "--log-config")
+    config = read_yaml_mapping(path, "--log-config", MAX_BYTES)
     validate(config, f"--log-config {path}")
     for spec in (config.get("handlers") or {}).values():  # the supervisor and the trainer run in other folders
         if isinstance(spec.get("filename"), str) and not Path(spec["filename"]).expanduser().is_absolute():

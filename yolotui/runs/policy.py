@@ -26,61 +26,30 @@ On every retry the `resume_args` list from run.yaml (e.g. `["--resume"]`) is app
 from __future__ import annotations
 
 import signal
-from dataclasses import dataclass, field
 from typing import Any
 
+from yolotui.runs.decision import (  # noqa: F401 (policy.Decision, policy.OOM ... are this module's API too)
+    COMM,
+    CRASH,
+    DATA,
+    DEFAULT_BACKOFF_MAX_S,
+    DEFAULT_BACKOFF_S,
+    HANG,
+    HOST_OOM,
+    KILLED,
+    NAN,
+    OOM,
+    Decision,
+    backoff_delay,
+    restart_settings,
+)
 from yolotui.runs.layout import FAILED, FINISHED, STOPPED
-
-# Failure classes (DESIGN.md, "Supervision and recovery").
-OOM = "oom"
-COMM = "comm"
-NAN = "nan"
-DATA = "data"
-KILLED = "killed"
-CRASH = "crash"
-HANG = "hang"  # no progress: the stall watchdog stopped the trainer (yolotui/runs/watchdog.py)
-HOST_OOM = "host-oom"  # SIGKILL from the kernel's OOM killer (yolotui/runs/hostoom.py)
-
-DEFAULT_BACKOFF_S = 2.0
-DEFAULT_BACKOFF_MAX_S = 60.0
+from yolotui.runs.remedies import plan_remedy
 
 # Exit codes a shell or a trainer uses to say "I was ended by this signal" (128 + signal number).
 _SIGNAL_EXIT_CODES = {128 + s: s for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL)}
 # Signals that end a process from outside; SIGSEGV, SIGABRT (e.g. NCCL's watchdog), SIGBUS ... are crashes.
 _OUTSIDE_SIGNALS = frozenset({signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL, signal.SIGQUIT})
-
-
-@dataclass
-class Decision:
-    """What to do after an attempt ended.
-
-    `state` is the state to record when not retrying (finished, stopped or failed); `changes` are the
-    command/env changes this remedy adds for the next attempt; `remedy` says in words what will be done.
-    """
-
-    retry: bool
-    delay_s: float = 0.0
-    changes: dict[str, Any] = field(default_factory=dict)
-    remedy: str = ""
-    failure_class: str | None = None
-    state: str = FAILED
-    message: str = ""
-    settings: dict[str, Any] = field(default_factory=dict)  # what the remedy changed: {name: [was, now]}
-    counted: bool = True  # False: a retry on its class's own budget (comm), not counted against max_attempts
-
-
-def restart_settings(run_config: dict[str, Any]) -> tuple[int, float, float]:
-    """(max_attempts, backoff_s, backoff_max_s) from run.yaml's `restart` mapping, with defaults."""
-    restart = run_config.get("restart") or {}
-    max_attempts = max(1, int(restart.get("max_attempts", 1)))
-    backoff = max(0.0, float(restart.get("backoff_s", DEFAULT_BACKOFF_S)))
-    backoff_max = max(backoff, float(restart.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S)))
-    return max_attempts, backoff, backoff_max
-
-
-def backoff_delay(attempt: int, base_s: float, max_s: float) -> float:
-    """Seconds to wait before attempt `attempt + 1`: doubling from `base_s`, capped at `max_s`."""
-    return min(max_s, base_s * (2 ** max(0, attempt - 1)))
 
 
 def signal_name(number: int | None) -> str:
@@ -133,8 +102,6 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
         return Decision(retry=False, state=FAILED, failure_class=DATA,
                         message=f"cannot start the command: {record['spawn_error']}",
                         remedy="fix the command (is it installed and on PATH?) and start a new run")
-    from yolotui.runs.remedies import plan_remedy  # remedies imports this module
-
     if record.get("hang"):  # the stall watchdog ended it: whatever the exit looks like, it was a hang
         return plan_remedy(HANG, f"{how} after a stall: {record['hang']}", record, run_config,
                            events_since_attempt, run_dir=record.get("run_dir"),

@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from yolotui.runs import policy
+from yolotui.runs import decision
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import EventWriter
 from yolotui.runs.layout import EVENTS_JSONL, FAILED, LAST_PT, manifest_path, weights_dir
@@ -134,31 +134,31 @@ def _retry_text(attempt: int, max_attempts: int, delay: float) -> str:
 
 def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_config: dict[str, Any],
                 events: list[dict[str, Any]], run_dir: Path | None = None,
-                changes_so_far: dict[str, Any] | None = None) -> policy.Decision:
+                changes_so_far: dict[str, Any] | None = None) -> decision.Decision:
     """The decision for a failed attempt of class oom, comm, nan, data or crash (see the module table)."""
     attempt = int(record.get("attempt") or 1)
-    max_attempts, backoff, backoff_max = policy.restart_settings(run_config)
+    max_attempts, backoff, backoff_max = decision.restart_settings(run_config)
     restart = run_config.get("restart") or {}
     so_far = changes_so_far or {}
     engine = run_config.get("backend") in BACKENDS_WITH_ENGINE_FLAGS
 
-    if failure_class == policy.DATA:
-        return policy.Decision(retry=False, state=FAILED, failure_class=policy.DATA, message=message,
+    if failure_class == decision.DATA:
+        return decision.Decision(retry=False, state=FAILED, failure_class=decision.DATA, message=message,
                                remedy="not retried: fix the data set or configuration named above, then resume")
 
     changes: dict[str, Any] = {}
     settings: dict[str, Any] = {}
     what = ""
-    delay = policy.backoff_delay(attempt, backoff, backoff_max)
-    if failure_class == policy.OOM:
+    delay = decision.backoff_delay(attempt, backoff, backoff_max)
+    if failure_class == decision.OOM:
         flag, batch, accumulate = current_batch(record, run_config, events)
         world = max(1, _int(start_event(events).get("world_size")) or 1)  # DDP: the batch is split over ranks
         min_batch = max(world, int(restart.get("min_batch", DEFAULT_MIN_BATCH)))
         new_batch = (batch // 2) // world * world if batch else 0
         if batch is None or new_batch < min_batch:
             at = f"batch {batch}" if batch else "this batch size"
-            return policy.Decision(
-                retry=False, state=FAILED, failure_class=policy.OOM, message=message,
+            return decision.Decision(
+                retry=False, state=FAILED, failure_class=decision.OOM, message=message,
                 remedy=(f"not retried: out of memory at {at}, and half of it is below the minimum batch "
                         f"{min_batch}; try a smaller --img, a smaller model (e.g. --cfg yolov9-t or gelan-s), "
                         "fewer --workers or no --cache, and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
@@ -180,7 +180,7 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
                 + (f" and accumulation {new_accumulate} (was {accumulate}), the same images per optimizer step"
                    if engine else "")
                 + f", {EXPANDABLE} in {' and '.join(alloc_conf_names())}")
-    elif failure_class == policy.COMM:
+    elif failure_class == decision.COMM:
         async_name, blocking_name = nccl_env_names()
         timeout_s = int(restart.get("collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S))
         # YOLOTUI_DDP_TIMEOUT_MIN: the engine's process-group timeout (yolotui/engine/ddp.py)
@@ -191,24 +191,24 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
                 "collective timeout, NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL")
         budget = comm_budget(record, restart)
         if budget is not None:
-            return policy.Decision(retry=True, delay_s=delay, changes=changes, settings=settings,
+            return decision.Decision(retry=True, delay_s=delay, changes=changes, settings=settings,
                                    failure_class=failure_class, message=message, state=FAILED, counted=False,
                                    remedy=f"{what}; {budget}")
-    elif failure_class == policy.HANG:
+    elif failure_class == decision.HANG:
         checkpoint = last_checkpoint(run_dir)
         what = (f"resume from weights/last.pt (epoch {checkpoint.get('epoch')}, batch {checkpoint.get('step')})"
                 if checkpoint else "restart (no checkpoint was written yet)")
-    elif failure_class == policy.HOST_OOM:
+    elif failure_class == decision.HOST_OOM:
         changes, settings, what = host_oom_changes(record, run_config, events, engine)
         if not changes and run_config.get("backend") not in TRAINING_BACKENDS:
             what = "resume (the command has no --workers or --cache ram to reduce)"
         elif not changes:
-            return policy.Decision(
+            return decision.Decision(
                 retry=False, state=FAILED, failure_class=failure_class, message=message,
                 remedy="not retried: the data loader already runs without workers and without --cache ram; "
                        "free host memory (other processes), use a smaller --batch or --img, or add swap")
         delay = backoff
-    elif failure_class == policy.NAN:
+    elif failure_class == decision.NAN:
         start = start_event(events)
         flag_scale = flag_value([str(a) for a in record.get("command") or []], ("--lr-scale",))[1]
         scale = float(start.get("lr_scale") or flag_scale or 1.0)
@@ -223,16 +223,16 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
             what = f"resume from {source} (this command takes no learning-rate override)"
         delay = backoff
     else:
-        failure_class = policy.CRASH if failure_class not in (policy.CRASH, "io") else failure_class
+        failure_class = decision.CRASH if failure_class not in (decision.CRASH, "io") else failure_class
         what = "resume" + (" with " + " ".join(run_config["resume_args"]) if run_config.get("resume_args") else "")
 
     attempt -= int(record.get("uncounted_attempts") or 0)  # free comm retries do not use up the limit
 
     if attempt >= max_attempts:
-        return policy.Decision(retry=False, state=FAILED, failure_class=failure_class, message=message,
+        return decision.Decision(retry=False, state=FAILED, failure_class=failure_class, message=message,
                                remedy=f"not retried: attempt limit reached ({max_attempts}); "
                                       f"the remedy would have been: {what}")
-    return policy.Decision(retry=True, delay_s=delay, changes=changes, settings=settings,
+    return decision.Decision(retry=True, delay_s=delay, changes=changes, settings=settings,
                            failure_class=failure_class, message=message, state=FAILED,
                            remedy=f"{what}; {_retry_text(attempt, max_attempts, delay)}")
 
@@ -292,7 +292,7 @@ def host_oom_changes(record: dict[str, Any], run_config: dict[str, Any], events:
     return {"args": args}, settings, "resume with " + " and ".join(words)
 
 
-def record_remedy_event(run_dir: Path, attempt: int, decision: policy.Decision) -> None:
+def record_remedy_event(run_dir: Path, attempt: int, decision: decision.Decision) -> None:
     """Append a `remedy` event (class, message, remedy, changed settings, retry time) to events.jsonl.
 
     Written by the supervisor between attempts, when no trainer is writing.

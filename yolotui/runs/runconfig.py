@@ -61,3 +61,15 @@ def handles_save_signal(config: dict[str, Any]) -> bool:
     if "save_signal" in config:
         return bool(config["save_signal"])
     return config.get("backend") in SAVE_SIGNAL_BACKENDS
+
+
+def read_backend(run_dir: Path, default: str = "yolotui") -> str:
+    """run.yaml's `backend` (the backend a resume must use); `default` when the file or field is missing."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(run_yaml_path(run_dir).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return default
+    backend = data.get("backend") if isinstance(data, dict) else None
+    return str(backend) if isinstance(backend, str) and backend else default

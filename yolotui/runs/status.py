@@ -75,11 +75,17 @@ def write_status(run_dir: Path, status: RunStatus) -> None:
     atomic_write_json(status_path(run_dir), status.to_dict())
 
 
+def state_of(run_dir: Path, recorded: str | None) -> str:
+    """The one "interrupted" rule: a recorded live state (or none at all) whose lock is free is `interrupted`;
+    no status yet but the lock held is `queued`."""
+    if recorded is None:
+        return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
+    if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
+        return INTERRUPTED
+    return recorded
+
+
 def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
     """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`."""
     status = status if status is not None else read_status(run_dir)
-    if status is None:
-        return INTERRUPTED if not lock.is_held(run_dir) else QUEUED
-    if status.state in LIVE_STATES and not lock.is_held(run_dir):
-        return INTERRUPTED
-    return status.state
+    return state_of(run_dir, status.state if status is not None else None)

@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-from yolotui.runs import index, lock
+from yolotui.runs import index
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import Event, parse_lines
 from yolotui.runs.layout import (
@@ -20,15 +20,13 @@ from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
     FINISHED,
-    INTERRUPTED,
     LAST_PT,
-    LIVE_STATES,
-    QUEUED,
     RESULTS_CSV,
     STATUS_JSON,
     STOPPED,
     WEIGHTS_DIR,
 )
+from yolotui.runs.status import state_of
 
 TAIL_BYTES = 64 * 1024
 
@@ -166,12 +164,8 @@ def last_epochs(path: Path) -> tuple[int | None, bool]:
 
 
 def derived_state(run_dir: str | Path, recorded: str | None) -> str:
-    """The state to show: a live recorded state whose lock is free is interrupted (as status.effective_state)."""
-    if recorded is None:
-        return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
-    if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
-        return INTERRUPTED
-    return recorded
+    """The state to show (the one rule, yolotui.runs.status.state_of)."""
+    return state_of(Path(run_dir), recorded)
 
 
 def _checkpoint_mtime(folder: str) -> float | None:

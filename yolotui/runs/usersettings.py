@@ -2,8 +2,9 @@
 
 The TUI keeps its theme choice in the same file (yolotui/tui/themes.py); the job layer reads only its own keys:
 `notify` (see yolotui/runs/notify.py), `log_config` and `log_level` (see yolotui/runs/logconfig.py),
-`watchdog` (see yolotui/runs/watchdog.py). Read with the project's YAML reader (config.load_yaml), which names
-the file and line of a syntax error.
+`watchdog` (see yolotui/runs/watchdog.py). `read_yaml_mapping` is the job layer's bounded YAML reading (size
+first, safe loader, the file and line of a syntax error named); runs may not import yolotui.config (a package
+circle), and the shared bounded loader (yolotui.safe_yaml, alias expansion bounded too) replaces it once on main.
 """
 
 from __future__ import annotations
@@ -22,18 +23,46 @@ def settings_file() -> Path:
     return config_dir() / SETTINGS_FILE
 
 
+def read_yaml_mapping(path: Path, what: str, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
+    """Parse a YAML mapping of at most `max_bytes`; UserError naming `what`, the file and line when it is wrong."""
+    import yaml
+
+    from yolotui.errors import UserError
+
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise UserError(f"{what} {path}: no such file") from None
+    except OSError as exc:
+        raise UserError(f"{what} {path}: cannot read it ({exc.strerror})") from None
+    if len(raw) > max_bytes:
+        raise UserError(f"{what} {path}: larger than {max_bytes >> 10} KiB; is it the right file?")
+    try:
+        data = yaml.safe_load(raw.decode("utf-8", errors="replace"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise UserError(f"{what} {path}{where}: not valid YAML; fix the syntax there") from None
+    except RecursionError:
+        raise UserError(f"{what} {path}: nested too deeply to read") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{what} {path}: expected a mapping of keys to values, got {type(data).__name__}")
+    return data
+
+
 def load_user_settings(strict: bool = False) -> dict[str, Any]:
     """The parsed settings.yaml; {} when absent. A broken file raises UserError when `strict`, else reads as {}."""
-    from yolotui.config import load_yaml
     from yolotui.errors import UserError
 
     path = settings_file()
     try:
         if not path.is_file():
             return {}
-        if path.stat().st_size > MAX_BYTES:
-            raise UserError(f"settings {path}: larger than {MAX_BYTES >> 10} KiB; it is not a settings file")
-        return load_yaml(path, "settings")
+        return read_yaml_mapping(path, "settings")
     except UserError:
         if strict:
             raise

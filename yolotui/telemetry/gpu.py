@@ -47,7 +47,7 @@ class GpuReading:
     processes: list[tuple[int, float | None]] = field(default_factory=list)  # (pid, used MiB)
     hot: bool = False  # temperature >= HOT_TEMPERATURE_C
     memory_high: bool = False  # memory used >= HIGH_MEMORY_FRACTION of total
-    # Added beyond /work/interfaces.md:
+    # Further fields:
     own_pids: list[int] = field(default_factory=list)  # the run's processes on this GPU
     own_memory_mb: float | None = None  # their memory, where NVML reports it
     error: str | None = None  # set when the GPU itself stopped answering (fell off the bus)

@@ -1,25 +1,28 @@
 """The command lines the wizards run, and running them: every TUI action is a `yolotui ...` CLI call.
 
-A wizard shows `format_command(args)` (so users learn the CLI) and launches by running exactly
-`cli_argv(args)` = `[sys.executable, "-m", "yolotui", *args]`, never through a shell. The CLI commands
-detach the run under its supervisor and return at once, so a launch takes about a second.
-Torch-free: this module imports only the standard library.
+A wizard shows `format_command(args)` (so users learn the CLI) and launches by running
+`cli_argv(args)` = `[sys.executable, "-m", "yolotui", *args]`, never through a shell; commands that start
+a run get `--json` added, so the TUI learns the run it started from JSON (yolotui.jobs.results), never
+from human text. The CLI commands detach the run under its supervisor and return at once, so a launch
+takes about a second. Torch-free: this module imports only the standard library.
 """
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent  # the folder holding the yolotui package
 DEFAULT_PROJECT = "runs/train"
 LAUNCH_TIMEOUT_S = 120.0
+JSON_COMMANDS = frozenset({"train", "resume", "finetune", "demo", "exec"})  # they take --json
 
 
 @dataclass
@@ -37,13 +40,31 @@ class CliResult:
         return self.returncode == 0
 
     @property
+    def started(self) -> dict[str, Any] | None:
+        """The run a --json command started ({'name', 'folder', 'state', 'verb', ...}), None if none."""
+        for line in reversed(self.stdout.splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    data = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(data, dict) and data.get("folder"):
+                    return data
+        return None
+
+    @property
     def message(self) -> str:
-        """The line worth showing: the last error line on failure, else the first output line."""
+        """The line worth showing: the last error line on failure, else the started run or first output line."""
         if not self.ok:
             lines = [line for line in self.stderr.splitlines() if line.strip()] or \
                 [line for line in self.stdout.splitlines() if line.strip()]
             text = lines[-1] if lines else f"exit status {self.returncode}"
             return text.removeprefix("yolotui: error: ")
+        run = self.started
+        if run is not None:
+            verb = "resuming" if run.get("verb") in ("resumed", "extending") else run.get("verb") or "started"
+            return f"{verb} run {run.get('name')}: {run['folder']}"
         lines = [line for line in self.stdout.splitlines() if line.strip()]
         return lines[0] if lines else "done"
 
@@ -69,11 +90,24 @@ def cli_env() -> dict[str, str]:
     return env
 
 
+def with_json(args: Sequence[str]) -> list[str]:
+    """ARGS plus `--json` when the command starts a run (so its answer is read as JSON)."""
+    args = [str(a) for a in args]
+    if args and args[0] in JSON_COMMANDS and "--json" not in args:
+        if args[0] == "exec" and "--" in args:
+            cut = args.index("--")
+            return [*args[:cut], "--json", *args[cut:]]
+        return [*args, "--json"]
+    return args
+
+
 def run_cli(args: Sequence[str], timeout: float = LAUNCH_TIMEOUT_S) -> CliResult:
-    """Run `yolotui ARGS` to its end (no shell, stdin closed); a timeout or a missing interpreter is a result."""
+    """Run `yolotui ARGS` to its end (no shell, stdin closed); a timeout or a missing interpreter is a result.
+
+    Commands that start a run are given `--json` (see `CliResult.started`)."""
     args = [str(a) for a in args]
     try:
-        done = subprocess.run(cli_argv(args), env=cli_env(), stdin=subprocess.DEVNULL, capture_output=True,
+        done = subprocess.run(cli_argv(with_json(args)), env=cli_env(), stdin=subprocess.DEVNULL, capture_output=True,
                               text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return CliResult(args, 124, "", f"`{format_command(args)}` did not return within {timeout:g} s")
@@ -152,13 +186,10 @@ def save_args(run: str) -> list[str]:
     return ["save", run]
 
 
-_STARTED = re.compile(r"^(?:started|resuming) run [^:]*: (?P<path>.+)$", re.MULTILINE)
-
-
 def launched_run_dir(result: CliResult) -> Path | None:
-    """The run folder a train/resume/finetune call printed ('started run NAME: PATH'), if any."""
-    match = _STARTED.search(result.stdout)
-    return Path(match.group("path").strip()) if match else None
+    """The run folder a train/resume/finetune call started (from its --json answer), if any."""
+    run = result.started if result.ok else None
+    return Path(run["folder"]) if run else None
 
 
 def pager_argv(path: Path, environ: dict[str, str] | None = None) -> list[str]:

@@ -8,7 +8,6 @@ checkpoints only when they changed. It returns a `RunView`, a plain snapshot tha
 from __future__ import annotations
 
 import os
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -304,45 +303,3 @@ def _num(value: Any) -> float | None:
         return None if value is None else float(value)
     except (TypeError, ValueError):
         return None
-
-
-def format_duration(seconds: float | None) -> str:
-    """`1:02:03`, `4:05`, or `--` when unknown."""
-    if seconds is None or seconds != seconds or seconds < 0:
-        return "--"
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours >= 48:
-        return f"{hours // 24}d{hours % 24:02d}h"
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
-def format_age(seconds: float | None) -> str:
-    """A short age: `12s`, `5m`, `3h`, `2d`, or `--`."""
-    if seconds is None:
-        return "--"
-    seconds = max(0.0, seconds)
-    for limit, unit, scale in ((60, "s", 1), (3600, "m", 60), (86400 * 2, "h", 3600)):
-        if seconds < limit:
-            return f"{int(seconds // scale)}{unit}"
-    return f"{int(seconds // 86400)}d"
-
-
-def format_size(size: int | None) -> str:
-    """Bytes as `12.3 MB`."""
-    if size is None:
-        return "--"
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GB"
-
-
-def format_time(ts: float | None) -> str:
-    """A start time as `MM-DD HH:MM` in local time."""
-    if not ts:
-        return "--"
-    return time.strftime("%m-%d %H:%M", time.localtime(ts))

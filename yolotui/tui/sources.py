@@ -1,4 +1,4 @@
-"""The TUI's door to the health and telemetry libraries, with a small fallback while one is absent.
+"""The TUI's door to the health and telemetry libraries.
 
 Everything here is called from thread workers. A reading that fails becomes a message, never an exception:
 the dashboard shows "verdict unavailable" or "no NVIDIA GPU" rather than a traceback.
@@ -6,9 +6,7 @@ the dashboard shows "verdict unavailable" or "no NVIDIA GPU" rather than a trace
 
 from __future__ import annotations
 
-import json
 import time
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,12 +28,10 @@ class CheckpointFacts:
 
 
 def diagnose(path: Path, total_epochs: int | None = None) -> CheckpointFacts:
-    """The verdict on one checkpoint, from yolotui.health when present, else a zip-level check."""
+    """The verdict on one checkpoint, from yolotui.health."""
+    from yolotui.health.verdict import diagnose_checkpoint
+
     path = Path(path)
-    try:
-        from yolotui.health.verdict import diagnose_checkpoint
-    except ImportError:
-        return _fallback_diagnose(path)
     try:
         verdict = diagnose_checkpoint(path, total_epochs=total_epochs)
     except Exception as exc:  # a health bug must not take the TUI down
@@ -53,39 +49,6 @@ def diagnose(path: Path, total_epochs: int | None = None) -> CheckpointFacts:
     )
 
 
-def _fallback_diagnose(path: Path) -> CheckpointFacts:
-    """Without yolotui.health: missing, corrupt (not a readable zip, as torch.save writes) or unknown."""
-    try:
-        stat = path.stat()
-    except OSError:
-        return CheckpointFacts(path.name, str(path), "missing", reasons=["file not found"])
-    facts = CheckpointFacts(path.name, str(path), "unknown", size=stat.st_size, mtime=stat.st_mtime)
-    try:
-        with zipfile.ZipFile(path) as archive:
-            bad = archive.testzip()
-        if bad is not None:
-            facts.verdict, facts.reasons = "corrupt", [f"bad member {bad}"]
-    except (OSError, zipfile.BadZipFile, EOFError) as exc:
-        facts.verdict, facts.reasons = "corrupt", [f"not a readable checkpoint: {exc}"]
-        return facts
-    if facts.verdict == "unknown":
-        _from_manifest(path, facts)
-    return facts
-
-
-def _from_manifest(path: Path, facts: CheckpointFacts) -> None:
-    """Epoch facts from the manifest beside a readable checkpoint (<name>.pt.json)."""
-    try:
-        manifest = json.loads(path.with_name(path.name + ".json").read_text(encoding="utf-8"))
-        facts.epoch = int(manifest["epoch"])
-        facts.step = int(manifest.get("step") or 0)
-        facts.total_epochs = int(manifest["epochs"]) if manifest.get("epochs") is not None else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return
-    if facts.total_epochs is not None:
-        facts.verdict = "finished" if facts.epoch >= facts.total_epochs else "resumable"
-
-
 @dataclass
 class HostFacts:
     """CPU and RAM of this machine (duck-types yolotui.telemetry.host.HostReading)."""
@@ -97,7 +60,7 @@ class HostFacts:
 
 @dataclass
 class SnapshotFacts:
-    """A GPU sample (duck-types yolotui.telemetry.gpu.GpuSnapshot) used when telemetry is absent or fails."""
+    """A GPU sample (duck-types yolotui.telemetry.gpu.GpuSnapshot) used when no GPU can be read."""
 
     ts: float
     available: bool = False
@@ -107,7 +70,7 @@ class SnapshotFacts:
 
 
 class _HostOnlySampler:
-    """Samples CPU and RAM with psutil; stands in for GpuSampler when yolotui.telemetry is missing."""
+    """Samples CPU and RAM with psutil; stands in for GpuSampler when NVML cannot start (no driver, no GPU)."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason

@@ -167,25 +167,9 @@ def device_choices(snapshot: Any) -> list[DeviceChoice]:
 
 def check_device(value: str, gpu_indices: list[int]) -> str:
     """'cpu', or GPU indices that telemetry saw ('0', '0,1', 'cuda:1'), as the canonical --device value."""
-    text = str(value).strip().lower()
-    if text in ("", CPU):
-        return CPU
-    indices: list[int] = []
-    for part in text.replace("cuda:", "").split(","):
-        part = part.strip()
-        if not part.isdigit():
-            raise UserError(f"{value}: not a device; use cpu, 0, 0,1 or cuda:0")
-        indices.append(int(part))
-    if not gpu_indices:
-        raise UserError(f"{value}: no GPU is visible here; use cpu")
-    missing = [i for i in indices if i not in gpu_indices]
-    if missing:
-        have = ", ".join(str(i) for i in gpu_indices)
-        plural = "s" if len(gpu_indices) > 1 else ""
-        raise UserError(f"{value}: GPU {missing[0]} is not there (this machine has GPU{plural} {have})")
-    if len(set(indices)) != len(indices):
-        raise UserError(f"{value}: a GPU is listed twice")
-    return ",".join(str(i) for i in indices)
+    from yolotui.devices import check_visible
+
+    return check_visible(value, gpu_indices)
 
 
 # ------------------------------------------------------------------------------------------ names
@@ -254,13 +238,15 @@ def _cfg_dict(value: Any, run_dir: Path | None) -> dict[str, Any] | None:
 
 def source_facts(value: str) -> SourceFacts:
     """Resolve a fine-tune source (run folder or name: its best.pt else last.pt; or a checkpoint) and read it."""
-    from yolotui.commands.finetune import source_checkpoint
     from yolotui.health.verdict import CORRUPT, FOREIGN, MISSING, diagnose_checkpoint
 
     text = str(value).strip()
     if not text:
         raise UserError("give a run (name or folder) or a checkpoint file to fine-tune from")
-    ckpt, run_dir = source_checkpoint(text)
+    from yolotui.jobs.finetune import resolve_source
+
+    source = resolve_source(text)
+    ckpt, run_dir = source.checkpoint, source.run_dir
     verdict = diagnose_checkpoint(ckpt)
     if verdict.verdict in (CORRUPT, FOREIGN, MISSING):
         reason = verdict.reasons[0] if verdict.reasons else verdict.verdict

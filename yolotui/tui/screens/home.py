@@ -14,11 +14,12 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from yolotui.formatting import age as format_age
+from yolotui.formatting import short_when as format_time
 from yolotui.runs import index
 from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
 from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
-from yolotui.tui.runview import format_age, format_time
 from yolotui.tui.sources import CheckpointFacts, diagnose
 from yolotui.tui.watch import watch_changes
 from yolotui.tui.widgets.panels import STATE_CLASS, VERDICT_CLASS

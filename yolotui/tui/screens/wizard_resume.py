@@ -132,7 +132,7 @@ def diagnosis_text(facts: ResumeFacts) -> str:
     """The diagnosis block: verdicts, failure, drift, environment, advice (Rich markup escaped)."""
     from rich.markup import escape
 
-    from yolotui.health.report import format_age
+    from yolotui.formatting import age as format_age
 
     if facts.error:
         return escape(facts.error)

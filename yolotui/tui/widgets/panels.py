@@ -12,7 +12,10 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from yolotui.tui.runview import RunView, format_age, format_duration, format_size
+from yolotui.formatting import age as format_age
+from yolotui.formatting import duration as format_duration
+from yolotui.formatting import size as format_size
+from yolotui.tui.runview import RunView
 from yolotui.tui.widgets.sparkline import bar, sparkline
 
 TEMP_WARN_C = 75.0

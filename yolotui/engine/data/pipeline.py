@@ -1,7 +1,7 @@
-"""The trainer's seams to the model, data, loss and validation packages, in one place.
+"""The trainer's data: a checked data.yaml's splits, the datasets, and each epoch's loader.
 
-Each function adapts one sibling package's API (see /work/interfaces.md) to what the training loop needs, so
-the loop itself reads as the method and a change in a sibling's signature touches one function here.
+Order and augmentation depend only on (seed, epoch, sample index), so a resumed epoch continues exactly; the
+loader's worker processes ignore the stop/save signals the trainer handles itself.
 """
 
 from __future__ import annotations
@@ -10,14 +10,9 @@ import functools
 import math
 import signal
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
-from torch import nn
-
-from yolotui.errors import UserError
 
 
 @dataclass
@@ -29,28 +24,6 @@ class DataInfo:
     names: list[str]
     train: list[tuple[str, np.ndarray]]
     val: list[tuple[str, np.ndarray]]
-
-
-def build_model(cfg: str | Path | dict, nc: int | None) -> nn.Module:
-    """A YoloModel from a YAML path, a shipped name or a yaml dict."""
-    from yolotui.engine.model import build_model as _build
-
-    return _build(cfg, nc=nc)
-
-
-def load_weights_source(path: str | Path) -> dict[str, Any]:
-    """A --weights file as a dict with model_yaml, nc, names, ema/model state dicts (yolotui or official)."""
-    from yolotui.engine.official import load_weights_source as _load
-
-    return _load(path)
-
-
-def build_loss(model: nn.Module, hyp: dict[str, Any], label_smoothing: float) -> Any:
-    """The YOLOv9 loss for `model`'s head."""
-    from yolotui.engine.loss import YoloLoss
-
-    return YoloLoss(int(model.nc), model.stride, reg_max=int(getattr(model, "reg_max", 16)), hyp=hyp,
-                    label_smoothing=label_smoothing)
 
 
 def load_data(opt: dict[str, Any]) -> DataInfo:
@@ -127,25 +100,3 @@ def _shielded_init(original: Any, worker_id: int) -> None:
         signal.signal(signum, signal.SIG_IGN)
     if original is not None:
         original(worker_id)
-
-
-def run_validation(model: nn.Module, loader: Any, device: torch.device, nc: int, names: list[str],
-                   loss_fn: Any) -> dict[str, Any]:
-    """Validate `model`: {P, R, mAP50, mAP50-95, losses [box, cls, dfl], per_class}."""
-    from yolotui.engine.validate import validate
-
-    result = validate(model, loader, device, nc, names, loss_fn=loss_fn)
-    losses = getattr(result, "losses", None)
-    if losses is None:
-        losses = [getattr(result, f"{k}_loss", 0.0) for k in ("box", "cls", "dfl")]
-    losses = [float(v) for v in (losses.tolist() if isinstance(losses, torch.Tensor) else losses)]
-    if len(losses) != 3:
-        raise UserError(f"validation returned {len(losses)} loss values; expected box, cls, dfl")
-    return {
-        "P": float(result.precision),
-        "R": float(result.recall),
-        "mAP50": float(result.map50),
-        "mAP50-95": float(result.map),
-        "losses": losses,
-        "per_class": getattr(result, "per_class", None),
-    }

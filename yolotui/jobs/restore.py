@@ -1,4 +1,4 @@
-"""`yolotui resume RUN --from CKPT`: make another checkpoint of the run (best.pt, epochN.pt) its last.pt.
+"""Resume --from CKPT: make another checkpoint of the run (best.pt, epochN.pt) its last.pt.
 
 Used when last.pt is damaged or missing and doctor names a fallback. The damaged last.pt (and its manifest)
 are kept beside it as `last.pt.damaged-<time>` for inspection; the chosen checkpoint is copied over

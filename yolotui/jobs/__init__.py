@@ -1,0 +1,9 @@
+"""The use cases: what a user can do to a run, shared by the CLI (yolotui.commands) and the TUI.
+
+UI-free and torch-free; typed inputs and results (dataclasses); failures are UserError with a one-line
+reason. Nothing here prints: callers show the returned warnings and results their own way.
+
+Modules: launch (option files + start the trainer via a backend), new_run (train/demo), resume (resume,
+extend, --from restore), finetune (source resolution + new run), control (stop, save), rm (forget runs),
+doctor (advice for a run or a checkpoint), results (what --json prints).
+"""

@@ -1,0 +1,44 @@
+"""Stop and save: what a user can do to a live run (yolotui.runs.control sends the signals)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from yolotui.runs.control import SaveResult, StopResult
+
+
+@dataclass
+class StopRequest:
+    """Stop `run` (a name or folder): SIGTERM and a checkpoint, SIGKILL after `grace_s` (at once with
+    `force`); `wait` for the supervisor to end."""
+
+    run: str | Path
+    force: bool = False
+    grace_s: float = 30.0
+    wait: bool = True
+
+
+def resolve(run: str | Path) -> Path:
+    """A run name or folder as its folder (UserError naming what is wrong)."""
+    from yolotui.runs.resolve import resolve_run
+
+    return Path(resolve_run(str(run)))
+
+
+def stop(request: StopRequest) -> StopResult:
+    """Stop the run; StopResult says what was sent and the state it ended in."""
+    from yolotui.runs.control import stop as stop_run
+
+    return stop_run(resolve(request.run), force=request.force, grace_s=request.grace_s, wait=request.wait)
+
+
+def save(run: str | Path) -> SaveResult:
+    """Ask the run's trainer to write a checkpoint now; UserError when the run is not running or its
+    backend cannot (see Backend.capabilities.save_now)."""
+    from yolotui.runs.control import save_now
+
+    return save_now(resolve(run))
+
+
+__all__ = ["SaveResult", "StopRequest", "StopResult", "resolve", "save", "stop"]

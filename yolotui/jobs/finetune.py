@@ -1,0 +1,119 @@
+"""Fine-tune: a new run initialised from another run's (or a checkpoint's) weights.
+
+The source is a run folder or name (its best.pt, else its last.pt) or a checkpoint file (a yolotui one or an
+official YOLOv9 .pt). The new run keeps the source run's options and hyperparameters unless given, with lr0
+multiplied by `lr_scale`; mosaic is closed over the last third of the epochs unless `close_mosaic` says
+otherwise. Tensors are transferred by name and shape by the trainer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from yolotui.errors import UserError
+from yolotui.jobs.results import StartedRun
+from yolotui.jobs.runextras import RunExtras
+
+# Options taken from the source run's opt.yaml when not given.
+INHERITED = ("batch_size", "imgsz", "device", "workers", "optimizer", "seed", "cos_lr", "flat_cos_lr", "fixed_lr",
+             "save_period_min")
+
+
+@dataclass(frozen=True)
+class FinetuneSource:
+    """A resolved --from: the checkpoint file and the run folder it belongs to (None for a loose file)."""
+
+    checkpoint: Path
+    run_dir: Path | None
+
+
+@dataclass
+class FinetuneRequest:
+    """A fine-tuning run. `options` may hold any other training option (batch_size, imgsz, device, workers,
+    hyp ...) under its dest name; missing ones come from the source run."""
+
+    source: str
+    data: str
+    epochs: int = 30
+    lr_scale: float = 0.1
+    freeze: list[str] | None = None
+    name: str | None = None
+    project: str | None = None
+    close_mosaic: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    layout: dict[str, Any] = field(default_factory=dict)
+    extras: RunExtras = field(default_factory=RunExtras)
+
+
+def resolve_source(value: str) -> FinetuneSource:
+    """The checkpoint and run folder a --from value names; UserError when it holds no weights yet."""
+    path = Path(value).expanduser()
+    if path.is_file():
+        run_dir = path.parent.parent if path.parent.name == "weights" else None
+        return FinetuneSource(path.resolve(),
+                              run_dir.resolve() if run_dir and (run_dir / "opt.yaml").exists() else None)
+    if path.is_dir() and (path / "opt.yaml").exists():
+        run_dir = path.resolve()
+    else:
+        from yolotui.runs.resolve import resolve_run
+
+        run_dir = Path(resolve_run(value))
+    for name in ("best.pt", "last.pt"):
+        candidate = run_dir / "weights" / name
+        if candidate.is_file():
+            return FinetuneSource(candidate, run_dir)
+    raise UserError(f"--from {value}: {run_dir} has no weights/best.pt or last.pt yet")
+
+
+def finetune_options(request: FinetuneRequest, source: FinetuneSource) -> dict[str, Any]:
+    """The new run's training options: given ones, else the source run's, else the defaults."""
+    from yolotui.config import load_yaml
+    from yolotui.runs import layout
+
+    source_run, ckpt = source.run_dir, source.checkpoint
+    source_opt = load_yaml(source_run / layout.OPT_YAML, "opt.yaml") if source_run else {}
+    given: dict[str, Any] = {
+        "weights": str(ckpt),
+        "data": request.data,
+        "epochs": request.epochs,
+        "name": request.name or f"{(source_run.name if source_run else ckpt.stem)}-ft",
+        "project": request.project or (str(source_run.parent) if source_run else "runs/train"),
+        "close_mosaic": request.close_mosaic if request.close_mosaic is not None else request.epochs // 3,
+        "freeze": request.freeze if request.freeze is not None else [0],
+    }
+    for key in INHERITED:
+        value = request.options.get(key)
+        if value is None:
+            value = source_opt.get(key)
+        if value is not None:
+            given[key] = value
+    if request.options.get("hyp") is not None:
+        given["hyp"] = request.options["hyp"]
+    elif source_run and (source_run / layout.HYP_YAML).exists():
+        given["hyp"] = str(source_run / layout.HYP_YAML)
+    return given
+
+
+def finetune(request: FinetuneRequest) -> StartedRun:
+    """Resolve the source, prepare the new run (lr0 scaled), start it."""
+    from yolotui.config import save_yaml
+    from yolotui.jobs.new_run import NewRunRequest, launch_prepared, prepare_run
+    from yolotui.runs import layout
+
+    if request.epochs < 1:
+        raise UserError(f"--epochs {request.epochs}: must be at least 1")
+    if request.lr_scale <= 0:
+        raise UserError(f"--lr-scale {request.lr_scale}: must be above 0")
+    run_extra = request.extras.entries()  # a bad --log-config is refused before any folder is made
+    source = resolve_source(request.source)
+    prepared = prepare_run(finetune_options(request, source))
+    hyp = dict(prepared.hyp)
+    hyp["lr0"] = float(hyp["lr0"]) * float(request.lr_scale)
+    save_yaml(prepared.run_dir / layout.HYP_YAML, hyp)
+    prepared.hyp = hyp
+    note = (f"fine-tuning from {source.checkpoint} (lr0 {hyp['lr0']:.3g}, freeze {prepared.opt['freeze']}, "
+            f"{prepared.opt['epochs']} epochs)")
+    return launch_prepared(prepared, NewRunRequest(options={}, layout=request.layout), notes=[note],
+                           run_extra=run_extra)

@@ -1,0 +1,68 @@
+"""Starting a training run's trainer under the supervisor: option files, process layout, backend command.
+
+Shared by new run, resume, fine-tune and demo. Returns warnings instead of printing them (the caller
+decides how to show them); raises UserError before anything detaches.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from yolotui.backends import ENGINE, get_backend
+from yolotui.backends.base import CommandRequest
+from yolotui.config import opt_yaml_dict, save_yaml
+from yolotui.errors import UserError
+from yolotui.runs import layout
+from yolotui.runs.distributed import plan_launch, run_yaml_entry, sync_bn_warning
+
+DEFAULT_MAX_ATTEMPTS = 5  # attempts in all (the first and 4 restarts), issue 7
+
+
+def write_run_files(run_dir: Path, opt: dict[str, Any], hyp: dict[str, Any]) -> None:
+    """opt.yaml (official keys, save_dir set) and hyp.yaml, each written atomically."""
+    save_yaml(Path(run_dir) / layout.OPT_YAML, opt_yaml_dict({**opt, "save_dir": str(run_dir)}))
+    save_yaml(Path(run_dir) / layout.HYP_YAML, hyp)
+
+
+def restart_limit(max_restarts: int | None, max_attempts: int | None) -> int:
+    """Attempts in all from --max-restarts N (N + 1) or --max-attempts N (N); default 5."""
+    if max_restarts is not None and max_attempts is not None:
+        raise UserError("give --max-restarts or --max-attempts, not both")
+    if max_restarts is not None:
+        if max_restarts < 0:
+            raise UserError(f"--max-restarts {max_restarts}: must be 0 or more")
+        return max_restarts + 1
+    if max_attempts is not None and max_attempts < 1:
+        raise UserError(f"--max-attempts {max_attempts}: must be at least 1")
+    return DEFAULT_MAX_ATTEMPTS if max_attempts is None else max_attempts
+
+
+def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any] | None = None,
+                   max_attempts: int = DEFAULT_MAX_ATTEMPTS, dist_flags: dict[str, Any] | None = None,
+                   backoff_s: float | None = None, backend: str = ENGINE,
+                   run_extra: dict[str, Any] | None = None) -> list[str]:
+    """Launch the trainer for `run_dir` under a detached supervisor; returns warnings about the layout.
+
+    `overrides` (resume) holds the changed options; `dist_flags` the process-layout flags (nproc_per_node,
+    nnodes, node_rank, rdzv_endpoint ...; see yolotui.runs.distributed). `run_extra`: RunExtras.entries()
+    (notify, watchdog, logging); the run's earlier entries not given again are kept (yolotui.jobs.runextras).
+    UserError on bad input, before anything detaches.
+    """
+    from yolotui.jobs.runextras import carried_over
+    from yolotui.runs.launcher import launch
+
+    run_dir = Path(run_dir)
+    device = str((overrides or {}).get("device") or opt.get("device") or "")
+    batch_size = int((overrides or {}).get("batch_size") or opt.get("batch_size") or 1)
+    plan, warnings = plan_launch(device, batch_size, dist_flags)
+    note = sync_bn_warning(bool(opt.get("sync_bn")), device, plan)
+    chosen = get_backend(backend)
+    request = CommandRequest(run_dir=run_dir, opt=dict(opt), overrides=dict(overrides or {}), layout=plan)
+    spec = chosen.resume_command(request) if overrides is not None else chosen.new_run_command(request)
+    launch(run_dir, spec.command, name=run_dir.name, backend=chosen.name,
+           device=str(opt.get("device") or ""), max_attempts=max_attempts, env=spec.env, cwd=spec.cwd,
+           **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
+           extra={**spec.extra, "distributed": run_yaml_entry(plan, dist_flags),
+                  **carried_over(run_dir, run_extra or {})})
+    return [*warnings, *([note] if note else [])]

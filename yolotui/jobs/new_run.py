@@ -1,0 +1,111 @@
+"""New run: validate options, create the run folder with opt.yaml and hyp.yaml, start the trainer.
+
+`prepare_run` does the folder (train, fine-tune and demo share it); `new_run` prepares and launches, and
+removes the half-made folder again when the launch is refused.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from yolotui.backends import ENGINE
+from yolotui.errors import UserError
+from yolotui.jobs.launch import DEFAULT_MAX_ATTEMPTS, start_training, write_run_files
+from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.runextras import RunExtras
+
+
+@dataclass
+class NewRunRequest:
+    """A new training run.
+
+    `options`: training options under their dest names (config.TRAIN_DEFAULTS keys), only those given;
+    `layout`: process-layout flags (nproc_per_node, nnodes, node_rank, rdzv_endpoint, rdzv_id, master_addr,
+    master_port); `max_attempts`: attempts in all (see jobs.launch.restart_limit); `backoff_s`: seconds
+    before the first retry (None: the supervisor's default); `extras`: notifications, stall timeout, logging.
+    """
+
+    options: dict[str, Any]
+    layout: dict[str, Any] = field(default_factory=dict)
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    backoff_s: float | None = None
+    backend: str = ENGINE
+    extras: RunExtras = field(default_factory=RunExtras)
+
+
+@dataclass
+class PreparedRun:
+    """A run folder holding opt.yaml and hyp.yaml, not started yet."""
+
+    run_dir: Path
+    opt: dict[str, Any]
+    hyp: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_weights_file(path: str | Path) -> list[str]:
+    """Notes about a usable --weights file; UserError naming it when it is damaged or would run code.
+
+    The scan is yolotui.health's pickle-opcode walk (nothing is unpickled). An official YOLOv9 checkpoint
+    passes with a note: the trainer reads it with the same safe reader, which runs no code from the file.
+    """
+    from yolotui.health.checkpoint import OFFICIAL, inspect_checkpoint
+
+    info = inspect_checkpoint(Path(path), verify_hash=False)
+    if info.unsafe_globals:
+        raise UserError(f"--weights {path}: refused: its pickle names {info.unsafe_globals[0]}, which would run "
+                        "code if loaded; use a checkpoint from a trusted source")
+    if info.error:
+        raise UserError(f"--weights {path}: {info.error}; give a yolotui or YOLOv9 .pt checkpoint")
+    if info.kind == OFFICIAL:
+        return [f"--weights {path}: an official YOLOv9 checkpoint; its weights are read without running code "
+                "from it, and transferred by name and shape"]
+    return []
+
+
+def prepare_run(options: dict[str, Any]) -> PreparedRun:
+    """Validate options, create the run folder, write opt.yaml and hyp.yaml."""
+    from yolotui.config import default_options, load_hyp, validate_options
+    from yolotui.runs import layout, store
+
+    opt, warnings = validate_options(default_options(**options))
+    if opt["weights"]:
+        warnings += check_weights_file(opt["weights"])
+    hyp = load_hyp(Path(opt["hyp"]))
+    project = Path(str(opt["project"])).expanduser()
+    store.validate_name(str(opt["name"]))
+    if opt["exist_ok"] and (project / str(opt["name"]) / layout.WEIGHTS_DIR / layout.LAST_PT).exists():
+        raise UserError(f"{project / str(opt['name'])} already holds weights/last.pt: resume it with "
+                        f"`yolotui resume {project / str(opt['name'])}` or choose another --name")
+    run_dir = store.create_run_dir(project, str(opt["name"]), exist_ok=bool(opt["exist_ok"]))
+    opt["save_dir"] = str(run_dir)
+    write_run_files(run_dir, opt, hyp)
+    return PreparedRun(run_dir, opt, hyp, warnings)
+
+
+def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
+                    notes: list[str] | None = None, run_extra: dict[str, Any] | None = None) -> StartedRun:
+    """Start a prepared run; its folder is removed again (unless --exist-ok) when the launch is refused.
+
+    `run_extra`: the request's extras as run.yaml entries, checked before the folder was made."""
+    request = request or NewRunRequest(options={})
+    try:
+        warnings = start_training(prepared.run_dir, prepared.opt, max_attempts=request.max_attempts,
+                                  dist_flags=request.layout, backoff_s=request.backoff_s, backend=request.backend,
+                                  run_extra=run_extra if run_extra is not None else request.extras.entries())
+    except UserError:
+        if not prepared.opt.get("exist_ok"):
+            shutil.rmtree(prepared.run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run
+        raise
+    return started(prepared.run_dir, "started", [*prepared.warnings, *warnings], notes)
+
+
+def new_run(request: NewRunRequest) -> StartedRun:
+    """Prepare the run folder and start the trainer detached."""
+    if request.backoff_s is not None and request.backoff_s < 0:
+        raise UserError(f"--restart-backoff {request.backoff_s:g}: must be 0 or more seconds")
+    run_extra = request.extras.entries()  # a bad --log-config is refused before any folder is made
+    return launch_prepared(prepare_run(request.options), request, run_extra=run_extra)

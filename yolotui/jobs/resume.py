@@ -1,0 +1,145 @@
+"""Resume and extend: continue a run from weights/last.pt with its saved options, a few of them changed.
+
+Only epochs, batch_size (accumulation re-derived, nominal batch 64 kept), device and workers may change.
+An `epochs` above the planned total extends the run (also a finished one): the LR schedule is re-planned
+as if that many epochs had been planned from the start. With no target, the newest interrupted run is
+resumed. `from_ckpt` first makes another checkpoint of the run its last.pt (jobs.restore).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from yolotui.errors import UserError
+from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.runextras import RunExtras
+
+RESUME_CHANGEABLE = ("epochs", "batch_size", "device", "workers")
+
+
+@dataclass
+class ResumeRequest:
+    """Resume (or extend) a run. `target`: a run folder or name, or its weights/last.pt; None picks the newest
+    interrupted run. None for epochs/batch_size/device/workers keeps the saved value. `layout`: process-layout
+    flags that replace the saved ones. `from_ckpt`: a checkpoint of the run (best.pt, epochN.pt) to restore
+    over a damaged last.pt first."""
+
+    target: str | None = None
+    epochs: int | None = None
+    batch_size: int | None = None
+    device: str | None = None
+    workers: int | None = None
+    layout: dict[str, Any] = field(default_factory=dict)
+    from_ckpt: str | None = None
+    extras: RunExtras = field(default_factory=RunExtras)  # given again: replace the run's; else kept
+
+
+def refuse_unchangeable(given: dict[str, Any], hint: str) -> None:
+    """UserError naming the given options a resumed run may not change (`hint` ends the message)."""
+    extra = sorted(k for k in given if k not in RESUME_CHANGEABLE)
+    if extra:
+        flags = ", ".join("--" + k.replace("_", "-") for k in extra)
+        raise UserError(f"{flags} {hint}")
+
+
+def run_dir_for(target: str | None) -> Path:
+    """The run folder a RUN|PATH argument names; None picks the newest interrupted or stopped run."""
+    if target is None:
+        return newest_resumable()
+    path = Path(target).expanduser()
+    if path.is_file():
+        if path.parent.name != "weights":
+            raise UserError(f"{path}: resume continues a run from its weights/last.pt; to start a new run from "
+                            "this checkpoint use `yolotui finetune --from` or `yolotui train --weights`")
+        if path.name != "last.pt":
+            raise UserError(f"{path}: resume continues from weights/last.pt; to start from {path.name} use "
+                            "`yolotui finetune --from` or `yolotui train --weights`")
+        return path.parent.parent.resolve()
+    if path.is_dir() and (path / "opt.yaml").exists():
+        return path.resolve()
+    from yolotui.runs.resolve import resolve_run
+
+    return Path(resolve_run(target))
+
+
+def newest_resumable() -> Path:
+    """The most recently updated indexed run that ended unfinished and has a last.pt."""
+    from yolotui.runs import index, layout
+    from yolotui.runs.atomic import read_json
+    from yolotui.runs.status import effective_state, read_status
+
+    best: tuple[float, Path] | None = None
+    for entry in index.entries():
+        run_dir = Path(entry.path)
+        last = run_dir / layout.WEIGHTS_DIR / layout.LAST_PT
+        manifest = read_json(layout.manifest_path(last)) or {}
+        if not last.exists() or manifest.get("epoch", 0) >= manifest.get("epochs", 1):
+            continue
+        if effective_state(run_dir) not in (layout.INTERRUPTED, layout.STOPPED, layout.FAILED):
+            continue
+        status = read_status(run_dir)
+        stamp = (status.updated if status and status.updated else 0.0) or last.stat().st_mtime
+        if best is None or stamp > best[0]:
+            best = (stamp, run_dir)
+    if best is None:
+        raise UserError("no interrupted run to resume: name one (see `yolotui ls`)")
+    return best[1]
+
+
+def resume(request: ResumeRequest) -> StartedRun:
+    """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
+    from yolotui.config import load_hyp, load_yaml
+    from yolotui.devices import device_string, parse_device
+    from yolotui.jobs.launch import start_training, write_run_files
+    from yolotui.runs import layout, lock
+    from yolotui.runs.atomic import read_json
+    from yolotui.runs.distributed import saved_layout
+    from yolotui.runs.runconfig import read_backend
+
+    epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
+    run_extra = request.extras.entries()
+    run_dir = run_dir_for(request.target)
+    if lock.is_held(run_dir):
+        raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
+    if request.from_ckpt:
+        from yolotui.jobs.restore import restore_last
+
+        restore_last(run_dir, request.from_ckpt)
+    last = run_dir / layout.WEIGHTS_DIR / layout.LAST_PT
+    if not last.exists():
+        raise UserError(f"{run_dir}: no weights/last.pt to resume from; start it again with yolotui train")
+    manifest = read_json(layout.manifest_path(last))
+    if not isinstance(manifest, dict):
+        raise UserError(f"{last}: its manifest {last.name}.json is missing or unreadable; run yolotui doctor")
+    done, planned = int(manifest.get("epoch", 0)), int(manifest.get("epochs", 0))
+    if batch_size is not None and batch_size < 1:
+        raise UserError(f"--batch-size {batch_size}: must be at least 1")
+    if workers is not None and workers < 0:
+        raise UserError(f"--workers {workers}: cannot be negative")
+    if epochs is not None:
+        if epochs < 1:
+            raise UserError(f"--epochs {epochs}: must be at least 1")
+        if epochs <= done and done >= planned:
+            raise UserError(f"run {run_dir.name} has finished {done} epochs: give --epochs above {done} to extend it")
+        if epochs < done:
+            raise UserError(f"--epochs {epochs}: the run has already done {done} epochs; give at least {done + 1}")
+    elif done >= planned:
+        raise UserError(f"run {run_dir.name} finished all {planned} epochs: extend it with --epochs N (N > {done})")
+    if device is not None:
+        device = device_string(parse_device(device))
+    opt: dict[str, Any] = load_yaml(run_dir / layout.OPT_YAML, "opt.yaml")
+    overrides = {"epochs": epochs, "batch_size": batch_size, "device": device, "workers": workers}
+    for key, value in overrides.items():
+        if value is not None:
+            opt[key] = value
+    write_run_files(run_dir, opt, load_hyp(run_dir / layout.HYP_YAML))
+    saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
+    if device is not None:
+        saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
+    warnings = start_training(run_dir, opt, overrides, dist_flags={**saved, **(request.layout or {})},
+                              backend=read_backend(run_dir), run_extra=run_extra)
+    verb = "extending" if epochs is not None and epochs > planned else "resumed"
+    note = f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs"
+    return started(run_dir, verb, warnings, [note])
