@@ -158,13 +158,9 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
 
 def _launch_logout(run_dir: Path) -> dict[str, Any] | None:
     """run.yaml's `logout` record (what the launcher applied), or None."""
-    import yaml
+    from yolotui.runs.runconfig import run_yaml_field
 
-    try:
-        data = yaml.safe_load((Path(run_dir) / RUN_YAML).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    record = data.get("logout") if isinstance(data, dict) else None
+    record = run_yaml_field(run_dir, "logout")
     return record if isinstance(record, dict) else None
 
 

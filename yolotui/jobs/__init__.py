@@ -4,6 +4,6 @@ UI-free and torch-free; typed inputs and results (dataclasses); failures are Use
 reason. Nothing here prints: callers show the returned warnings and results their own way.
 
 Modules: launch (option files + start the trainer via a backend), new_run (train/demo), resume (resume,
-extend, --from restore), finetune (source resolution + new run), control (stop, save), rm (forget runs),
-doctor (advice for a run or a checkpoint), results (what --json prints).
+extend, --from restore), finetune (source resolution + new run), exec_run (any command), control (stop,
+save), rm (forget runs), doctor (advice for a run or a checkpoint), results (what --json prints).
 """

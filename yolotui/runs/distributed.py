@@ -77,18 +77,9 @@ class DistributedLaunch:
 
 def saved_layout(run_dir: Path) -> dict[str, Any]:
     """The layout flags a run was last launched with (run.yaml's `distributed`), {} when none."""
-    from yolotui.runs.runconfig import run_yaml_path
+    from yolotui.runs.runconfig import run_yaml_field
 
-    path = run_yaml_path(run_dir)
-    if not path.is_file():
-        return {}
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return {}
-    saved = data.get(RUN_YAML_KEY) if isinstance(data, dict) else None
+    saved = run_yaml_field(run_dir, RUN_YAML_KEY)
     flags = saved.get("flags") if isinstance(saved, dict) else None
     return dict(flags) if isinstance(flags, dict) else {}
 

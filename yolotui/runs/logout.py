@@ -88,17 +88,10 @@ def current_logind() -> Any:
 
 def launch_lines_for(run_dir: Any) -> list[str]:
     """launch_lines of the run's run.yaml `logout` record; [] when run.yaml is absent or unreadable."""
-    from pathlib import Path
+    from yolotui.runs.runconfig import run_yaml_field
 
-    from yolotui.errors import UserError
-    from yolotui.runs.runconfig import read_run_config
-
-    if not (Path(run_dir) / "run.yaml").exists():
-        return []
-    try:
-        return launch_lines(read_run_config(Path(run_dir)).get("logout"))
-    except UserError:
-        return []
+    record = run_yaml_field(run_dir, "logout")
+    return launch_lines(record if isinstance(record, dict) else None)
 
 
 def launch_lines(record: dict[str, Any] | None) -> list[str]:

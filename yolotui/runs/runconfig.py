@@ -18,6 +18,8 @@ from yolotui.runs.layout import RUN_YAML
 # Keys the job layer itself owns; extra options may not reuse them.
 RESERVED_KEYS = frozenset({"name", "backend", "command", "cwd", "device", "env", "restart", "created"})
 
+MAX_RUN_YAML_BYTES = 4 * 2**20  # a run.yaml is a few kB; anything near this is not one
+
 # Backends whose trainer writes a checkpoint on SIGUSR1 (for any other, run.yaml must say save_signal: true).
 SAVE_SIGNAL_BACKENDS = frozenset({"yolotui"})
 
@@ -63,13 +65,22 @@ def handles_save_signal(config: dict[str, Any]) -> bool:
     return config.get("backend") in SAVE_SIGNAL_BACKENDS
 
 
-def read_backend(run_dir: Path, default: str = "yolotui") -> str:
-    """run.yaml's `backend` (the backend a resume must use); `default` when the file or field is missing."""
+def run_yaml_field(run_dir: Path, key: str) -> Any:
+    """One field of run.yaml, None when the file is missing, unreadable or not a mapping (the lenient reader
+    for what is shown or planned; read_run_config is the strict one the supervisor uses)."""
     import yaml
 
+    path = run_yaml_path(run_dir)
     try:
-        data = yaml.safe_load(run_yaml_path(run_dir).read_text(encoding="utf-8"))
+        if path.stat().st_size > MAX_RUN_YAML_BYTES:
+            return None
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
-        return default
-    backend = data.get("backend") if isinstance(data, dict) else None
+        return None
+    return data.get(key) if isinstance(data, dict) else None
+
+
+def read_backend(run_dir: Path, default: str = "yolotui") -> str:
+    """run.yaml's `backend` (the backend a resume must use); `default` when the file or field is missing."""
+    backend = run_yaml_field(run_dir, "backend")
     return str(backend) if isinstance(backend, str) and backend else default
