@@ -1,7 +1,8 @@
-"""`yolotui notify test [RUN] [--notify URL ...]`: send a test message to every configured notification target.
+"""`yolotui notify test [RUN] [--notify URL ...] [--json]`: send a test message to every notification target.
 
 The targets are settings.yaml's `notify` (urls, command), plus RUN's own (run.yaml) when a run is named, plus
-any --notify URL given here. Sent in this process, so the answer says which target failed and why.
+any --notify URL given here (yolotui.jobs.notify_test). Sent in this process, so the answer says which
+target failed and why; exit code 1 when one did.
 """
 
 from __future__ import annotations
@@ -14,38 +15,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=("test",), help="test: send a test message to every target")
     parser.add_argument("run", nargs="?", default=None, metavar="RUN", help="also the targets of this run")
     parser.add_argument("--notify", action="append", default=None, metavar="URL", help="also this apprise URL")
+    parser.add_argument("--json", action="store_true", help="print targets, sent and errors as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Send the test message; exit 1 when a target failed, with one line per failure."""
-    import socket
+    """Send the test message; one line per failed target."""
+    import json
 
-    from yolotui.errors import UserError
-    from yolotui.runs.notify import make_event, targets_for
-    from yolotui.runs.notify_send import send_all
-    from yolotui.runs.usersettings import load_user_settings, settings_file
+    from yolotui.jobs.notify_test import notify_test
 
-    run_config: dict = {}
-    name, run_dir = "test", ""
-    if args.run:
-        from yolotui.runs.resolve import resolve_run
-        from yolotui.runs.runconfig import read_run_config
-
-        path = resolve_run(args.run)
-        run_config, name, run_dir = read_run_config(path), path.name, str(path)
-    extra = [u for u in args.notify or [] if u.strip()]
-    if extra:
-        run_config = {**run_config, "notify": {**(run_config.get("notify") or {}),
-                                               "urls": [*((run_config.get("notify") or {}).get("urls") or []),
-                                                        *extra]}}
-    targets = targets_for(run_config, load_user_settings(strict=True))
-    if not targets:
-        raise UserError(f"no notification targets: add notify.urls or notify.command to {settings_file()}, "
-                        "or give --notify URL", exit_code=1)
-    event = make_event("test", name, run_dir, f"yolotui test notification from {socket.gethostname()}")
-    errors = send_all(event, targets.to_dict())
-    count = len(targets.urls) + (1 if targets.command else 0)
-    for error in errors:
-        print(f"failed: {error}")
-    print(f"sent to {count - len(errors)} of {count} target(s)")
-    return 1 if errors else 0
+    result = notify_test(args.run, args.notify)
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        for error in result.errors:
+            print(f"failed: {error}")
+        print(f"sent to {result.sent} of {result.targets} target(s)")
+    return 1 if result.errors else 0
