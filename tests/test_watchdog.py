@@ -74,6 +74,8 @@ def test_the_limit_follows_the_median_step_and_the_setup_phase(tmp_path):
     watch.recent_batches.extend(batches)
     watch.seen_event, watch.last_event = True, batches[-1]
     assert watch.limit_s() == 40  # 20 x the 2 s median step, above the 10 s floor
+    watch.last_event = {**batches[-1], "batches": 5}
+    assert watch.limit_s() == 100  # the epoch's last batch: validation runs without events
     assert WatchdogSettings.from_configs({"watchdog": {"min_s": 3}}, {"watchdog": {"min_s": 9, "factor": 2}}) \
         == WatchdogSettings(min_s=3, factor=2)
 

@@ -5,8 +5,9 @@ train.log for commands that write no events (`exec`, the official train_dual.py)
 there was none for
 
 - max(`min_s`, `factor` x the median step time) once batches run (default max(10 min, 20 x median step));
-- `setup_s` before the attempt's first event (loading and caching data; default 30 min, at least `min_s`) and
-  after its last (`done`, `stop` or `error`: the process is exiting);
+- `setup_s` before the attempt's first event (loading and caching data; default 30 min, at least `min_s`),
+  after an epoch's last batch (validation writes no events) and after the attempt's last event (`done`,
+  `stop` or `error`: the process is exiting);
 - `log_s` for commands without events (default 30 min).
 
 A trainer stopped with SIGSTOP writes nothing, so it is caught the same way. When stalled the supervisor
@@ -166,7 +167,11 @@ class StallWatch:
             return max(s.min_s, s.setup_s) if not self.seen_event or self.last_event.get("type") == "start" \
                 else s.min_s
         median = self.median_step_s()
-        return max(s.min_s, s.factor * median) if median else s.min_s
+        limit = max(s.min_s, s.factor * median) if median else s.min_s
+        last = self.last_event or {}
+        if last.get("type") == "batch" and int(last.get("batch") or 0) >= int(last.get("batches") or 1 << 30):
+            limit = max(limit, s.setup_s)  # the epoch's batches are done: validation writes no events
+        return limit
 
     def step(self, pid: int | None) -> int | None:
         """Advance the watchdog; the signal to send to the trainer now, if any."""
