@@ -142,3 +142,25 @@ def test_logs_level_keeps_the_lines_at_that_level_or_above(tmp_path, yolotui_cmd
         "===== yolotui: attempt 1/1 started =====", "WARNING: BatchNorm recalibration skipped: too few images",
         "Traceback (most recent call last):", "  File \"x.py\", line 1, in <module>", "RuntimeError: boom"]
     assert len(logs("--level", "info")) == 6  # without the DEBUG record and NCCL's INFO chatter
+
+
+def test_a_stdout_handler_of_the_users_replaces_the_default_one(capsys):
+    import logging
+
+    config = {"version": 1, "formatters": {"f": {"format": "%(levelname)s|%(name)s|%(message)s"}},
+              "handlers": {"console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout",
+                                       "formatter": "f", "level": "DEBUG"}},
+              "root": {"level": "DEBUG", "handlers": ["console"]}}
+    try:
+        logconfig.apply({"config": config, "level": "INFO"}, "trainer")
+        logging.getLogger("yolotui.trainer").debug("one line")
+        assert capsys.readouterr().out == "DEBUG|yolotui.trainer|one line\n"  # once, in the user's format
+        logconfig.apply(None, "trainer")
+        logging.getLogger("yolotui.trainer").info("plain")
+        logging.getLogger("yolotui.trainer").debug("hidden")
+        logging.getLogger("yolotui.trainer").warning("careful")
+        out = capsys.readouterr().out
+        assert "plain\n" in out and "WARNING: careful\n" in out and "hidden" not in out
+    finally:
+        logging.root.handlers.clear()
+        logging.getLogger("yolotui").handlers.clear()

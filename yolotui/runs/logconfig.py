@@ -7,7 +7,8 @@ supervisor.log) in the format those files always had: the trainer's lines are th
 supervisor's `[YYYY-mm-dd HH:MM:SS] message`; records below INFO or at WARNING and above carry their level
 name first (`WARNING: ...`) so `yolotui logs --level` can filter them.
 
-`--log-config FILE` (or settings.yaml `log_config`) adds a dictConfig YAML: it is read with the project's YAML
+A user's handler that writes to the process's stdout itself (`stream: ext://sys.stdout`) replaces the default
+one, so lines are not written twice. `--log-config FILE` (or settings.yaml `log_config`) adds a dictConfig YAML: it is read with the project's YAML
 reader (size bound, file and line named on a syntax error) and checked before anything detaches
 (`validate`: one line naming the file and the bad key), recorded in run.yaml under `logging` (the file's path
 and its parsed content; a handler's relative `filename` is made absolute from the YAML's own folder, since the
@@ -161,7 +162,13 @@ def apply(logging_entry: dict[str, Any] | None, role: str, stream: Any = None) -
         top.removeHandler(handler)
     if config:
         logging.config.dictConfig({"disable_existing_loggers": False, **config})
-    handler = logging.StreamHandler(stream or sys.stdout)
+    stream = stream or sys.stdout
+    named = "yolotui" in ((config or {}).get("loggers") or {})
+    if not named:
+        top.setLevel(min(level, _lowest_handler_level(config) if config else level))
+    if config and _writes_to(stream):
+        return  # the user's own handler writes to train.log / supervisor.log: theirs replaces the default
+    handler = logging.StreamHandler(stream)
     handler.set_name(DEFAULT_HANDLER)
     handler.setLevel(level)
     if role == "supervisor":
@@ -169,9 +176,16 @@ def apply(logging_entry: dict[str, Any] | None, role: str, stream: Any = None) -
     else:
         handler.setFormatter(LevelPrefixFormatter(TRAINER_FORMAT))
     top.addHandler(handler)
-    named = "yolotui" in ((config or {}).get("loggers") or {})
-    if not named:
-        top.setLevel(min(level, _lowest_handler_level(config) if config else level))
+
+
+def _writes_to(stream: Any) -> bool:
+    """True when a handler of the root or a yolotui logger already writes to `stream`."""
+    names = ["", *[n for n in logging.root.manager.loggerDict if n == "yolotui" or n.startswith("yolotui.")]]
+    for name in names:
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, logging.StreamHandler) and getattr(handler, "stream", None) is stream:
+                return True
+    return False
 
 
 def entry_for(config_path: str | None, level: str | None) -> dict[str, Any] | None:
