@@ -56,6 +56,7 @@ from yolotui.runs.watchdog import StallWatch, WatchdogSettings
 
 POLL_S = 0.1
 WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks
+FINAL_NOTIFY_WAIT_S = 10.0  # how long the ended run waits for its last notification before releasing the lock
 MEMORY_EVERY = 4  # the memory sampler (a /proc scan) looks every 4th time: every 2 s
 DEFAULT_GRACE_S = 30.0
 LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
@@ -329,7 +330,8 @@ class Supervisor:
         self.notifier.send(notifications.final_event(self.status.name, self.run_dir, state, message,
                                                      failure_class, remedy, self.status.attempt,
                                                      self.watch.kept if self.watch is not None else []))
-        self.notifier.drain(self.notifier.targets.timeout_s + 5.0)
+        # the lock is held while waiting: a sender still busy after this goes on alone (not counted)
+        self.notifier.drain(min(self.notifier.targets.timeout_s + 5.0, FINAL_NOTIFY_WAIT_S))
         if self.notifier.counts["sent"] or self.notifier.counts["failed"]:
             self.status.notifications = dict(self.notifier.counts)
             self.save()
