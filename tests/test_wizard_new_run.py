@@ -200,3 +200,23 @@ async def test_default_name_is_free(workdir):
     async with app.run_test(size=(80, 24)) as pilot:
         wizard = await ready(pilot)
         assert wizard.query_one("#name", Input).value == "exp2"
+
+
+async def test_the_wizard_can_queue_the_run(workdir):
+    from tui_fixtures import make_run
+
+    make_run(workdir / "runs" / "other", "first", state="running")
+    launcher = CaptureLauncher(workdir / "runs" / "train" / "exp")
+    app = host(launcher, values={"after": "no-such-run", "when_free": "lots"})
+    async with app.run_test(size=(80, 24)) as pilot:
+        wizard = await ready(pilot)
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.05)
+        assert "no-such-run" in error_text(wizard, "after") and "lots" in error_text(wizard, "when-free")
+        assert launcher.calls == []
+        set_value(wizard, "after", "first")
+        set_value(wizard, "when-free", "idle")
+        await pilot.pause(0.05)
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: app.results)
+    assert launcher.calls[0][-4:] == ["exp", "--after", "first", "--when-free"]

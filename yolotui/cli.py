@@ -35,6 +35,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check-data": ("check_data", "check a data set's images and labels"),
     "demo-data": ("demo_data", "generate the demo data set of coloured shapes"),
     "model-info": ("model_info", "layers, parameters and GFLOPs of a model config"),
+    "compare": ("compare", "runs side by side: best/final metrics and the opt/hyp keys that differ"),
+    "export": ("export", "write the deployable model (converted .pt, ONNX) and check it against the original"),
+    "serve": ("serve", "serve the TUI to a browser (textual-serve), on localhost with a token"),
     "service": ("service", "install a systemd user unit that resumes interrupted runs at boot"),
     "notify": ("notify", "notifications: `yolotui notify test` sends a test message to every target"),
 }

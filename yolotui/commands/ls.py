@@ -31,7 +31,12 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for s in summaries:
         state = s.state if not s.failure_class else f"{s.state} ({s.failure_class})"
-        rows.append((s.name, state, epoch_text(s.epoch, s.epochs),
+        epoch = epoch_text(s.epoch, s.epochs)
+        if s.state == "queued" and s.message:  # what it waits for, instead of an epoch
+            from yolotui.runs.queue import short_note
+
+            epoch = short_note(s.message)
+        rows.append((s.name, state, epoch,
                      f"{s.best_map:.4f}" if s.best_map is not None else "-",
                      age(s.checkpoint_age), s.device or "-", when(s.started)))
     emit(table(header, rows))

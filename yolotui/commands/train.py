@@ -106,6 +106,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           help="restart after a failure up to N times, as yolotui exec (default 4: 5 attempts)")
     recovery.add_argument("--max-attempts", type=int, default=None, metavar="N",
                           help="attempts in all, the first included (default 5); or give --max-restarts")
+    queue = parser.add_argument_group("queue (start later, when another run ends or GPUs are free)")
+    queue.add_argument("--after", metavar="RUN", default=None,
+                       help="start when RUN has ended (finished, failed or stopped); queued until then")
+    queue.add_argument("--after-ok", action="store_true", help="with --after: start only if RUN finished")
+    queue.add_argument("--when-free", nargs="?", const="", default=None, metavar="MEM",
+                       help="start when the --device GPUs have MEM free (e.g. 20G; none given: no process on "
+                            "them) and no other yolotui run holds them")
     recovery.add_argument("--restart-backoff", type=float, default=None, metavar="S",
                           help="seconds before the first retry, doubling for crashes and comm errors (default 2)")
     from yolotui.commands._runflags import add_run_flags
@@ -121,6 +128,10 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.jobs.launch import restart_limit
 
     given, layout, extras = given_options(args), given_layout(args), extras_from(args)
+    if args.resume is not False and (args.after or args.after_ok or args.when_free is not None):
+        from yolotui.errors import UserError
+
+        raise UserError("--after/--after-ok/--when-free queue a new run; they cannot be given with --resume")
     if args.resume is not False:
         from yolotui.jobs.resume import RESUME_CHANGEABLE, ResumeRequest, refuse_unchangeable, resume
 
@@ -133,6 +144,9 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.jobs.new_run import NewRunRequest, new_run
 
     max_attempts = restart_limit(args.max_restarts, args.max_attempts)
+    from yolotui.jobs.queue import QueueRequest
+
+    queue = QueueRequest(after=args.after, after_ok=args.after_ok, when_free=args.when_free)
     result = new_run(NewRunRequest(given, layout, max_attempts=max_attempts, backoff_s=args.restart_backoff,
-                                   extras=extras))
+                                   queue=queue if queue.wanted() else None, extras=extras))
     return after_launch(result, args.attach, args.json)

@@ -57,14 +57,24 @@ def _names_of(ckpt: dict, nc: int) -> list[str]:
     return [str(i) for i in range(nc)]
 
 
+def _build_for(ckpt: dict, model_yaml: dict, nc: int) -> nn.Module:
+    """The empty model a checkpoint's state dict loads into: fused first for an exported (`fused`) one."""
+    from yolotui.engine.model import build_model, fuse
+
+    if not ckpt.get("fused"):
+        return build_model(model_yaml, nc=nc or None)
+    # built on the meta device (no random init), fused into the exported layout, then given storage
+    model = fuse(build_model(model_yaml, nc=nc or None, device="meta"))
+    return model.materialize("cpu")
+
+
 def load_model_for_eval(path: str | Path, device: str | torch.device = "cpu") -> tuple[nn.Module, dict]:
     """Build the model stored in a yolotui checkpoint, load its EMA (else raw) weights, eval mode, on `device`.
 
+    An exported inference checkpoint (`fused: True`, see yolotui.engine.export) is rebuilt fused.
     Returns `(model, info)`; info holds path, nc, names, epoch, epochs, weights ('ema' or 'model'),
     best_fitness and the checkpoint's hyp/opt dicts (empty when absent).
     """
-    from yolotui.engine.model import build_model
-
     path = Path(path)
     ckpt = read_checkpoint(path)
     model_yaml = ckpt["model_yaml"]
@@ -72,7 +82,7 @@ def load_model_for_eval(path: str | Path, device: str | torch.device = "cpu") ->
     use_ema = isinstance(ckpt.get("ema"), dict) and len(ckpt["ema"]) > 0
     state = ckpt["ema"] if use_ema else ckpt["model"]
     try:
-        model = build_model(model_yaml, nc=nc or None)
+        model = _build_for(ckpt, model_yaml, nc)
         model.load_state_dict(state, strict=True)
     except (RuntimeError, KeyError, ValueError) as exc:
         raise UserError(f"--weights {path}: its weights do not fit the model it describes "

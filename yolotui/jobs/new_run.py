@@ -14,6 +14,7 @@ from typing import Any
 from yolotui.backends import ENGINE
 from yolotui.errors import UserError
 from yolotui.jobs.launch import DEFAULT_MAX_ATTEMPTS, start_training, write_run_files
+from yolotui.jobs.queue import QueueRequest, describe_spec, queue_spec, resolve_after
 from yolotui.jobs.results import StartedRun, started
 from yolotui.jobs.runextras import RunExtras
 
@@ -25,7 +26,8 @@ class NewRunRequest:
     `options`: training options under their dest names (config.TRAIN_DEFAULTS keys), only those given;
     `layout`: process-layout flags (nproc_per_node, nnodes, node_rank, rdzv_endpoint, rdzv_id, master_addr,
     master_port); `max_attempts`: attempts in all (see jobs.launch.restart_limit); `backoff_s`: seconds
-    before the first retry (None: the supervisor's default); `extras`: notifications, stall timeout, logging.
+    before the first retry (None: the supervisor's default); `queue`: what to wait for before starting;
+    `extras`: notifications, stall timeout, logging.
     """
 
     options: dict[str, Any]
@@ -33,6 +35,7 @@ class NewRunRequest:
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     backoff_s: float | None = None
     backend: str = ENGINE
+    queue: QueueRequest | None = None
     extras: RunExtras = field(default_factory=RunExtras)
 
 
@@ -93,19 +96,24 @@ def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
     `run_extra`: the request's extras as run.yaml entries, checked before the folder was made."""
     request = request or NewRunRequest(options={})
     try:
+        queue = queue_spec(request.queue, str(prepared.opt.get("device") or ""))
         warnings = start_training(prepared.run_dir, prepared.opt, max_attempts=request.max_attempts,
                                   dist_flags=request.layout, backoff_s=request.backoff_s, backend=request.backend,
+                                  queue=queue,
                                   run_extra=run_extra if run_extra is not None else request.extras.entries())
     except UserError:
         if not prepared.opt.get("exist_ok"):
             shutil.rmtree(prepared.run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run
         raise
-    return started(prepared.run_dir, "started", [*prepared.warnings, *warnings], notes)
+    if queue:
+        notes = [*(notes or []), describe_spec(queue)]
+    return started(prepared.run_dir, "queued" if queue else "started", [*prepared.warnings, *warnings], notes)
 
 
 def new_run(request: NewRunRequest) -> StartedRun:
     """Prepare the run folder and start the trainer detached."""
     if request.backoff_s is not None and request.backoff_s < 0:
         raise UserError(f"--restart-backoff {request.backoff_s:g}: must be 0 or more seconds")
+    resolve_after(request.queue)  # an unknown --after RUN is refused before the folder is made
     run_extra = request.extras.entries()  # a bad --log-config is refused before any folder is made
     return launch_prepared(prepare_run(request.options), request, run_extra=run_extra)

@@ -103,6 +103,8 @@ def resume(request: ResumeRequest) -> StartedRun:
     run_dir = run_dir_for(request.target)
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
+    if _never_started_queued(run_dir):
+        return _requeue(run_dir, request)
     if request.from_ckpt:
         from yolotui.jobs.restore import restore_last
 
@@ -143,3 +145,29 @@ def resume(request: ResumeRequest) -> StartedRun:
     verb = "extending" if epochs is not None and epochs > planned else "resumed"
     note = f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs"
     return started(run_dir, verb, warnings, [note])
+
+
+def _never_started_queued(run_dir: Path) -> bool:
+    """True for a queued run (run.yaml `queue`) whose first attempt never started (e.g. a reboot while queued)."""
+    from yolotui.runs.runconfig import run_yaml_field
+    from yolotui.runs.status import read_status
+
+    status = read_status(run_dir)
+    return bool(run_yaml_field(run_dir, "queue")) and status is not None and not status.attempts
+
+
+def _requeue(run_dir: Path, request: ResumeRequest) -> StartedRun:
+    """Queue a never-started run again, waiting for what it waited for (runs.service.relaunch)."""
+    from yolotui.jobs.queue import describe_spec
+    from yolotui.runs.runconfig import run_yaml_field
+    from yolotui.runs.service import relaunch
+
+    changed = [name for name in ("epochs", "batch_size", "device", "workers", "from_ckpt")
+               if getattr(request, name) is not None]
+    if changed or request.layout:
+        raise UserError(f"run {run_dir.name} never started (it was queued): it is queued again as it was, so "
+                        f"--{(changed or ['layout'])[0].replace('_', '-')} cannot be given; start a new run to "
+                        "change its options")
+    relaunch(run_dir)
+    return started(run_dir, "queued", [], [describe_spec(run_yaml_field(run_dir, "queue"))])
+

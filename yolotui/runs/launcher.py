@@ -100,12 +100,14 @@ def launch(
     backoff_s: float = policy.DEFAULT_BACKOFF_S,
     cwd: Path | None = None,
     restart: dict[str, Any] | None = None,
+    queue: dict[str, Any] | None = None,
 ) -> RunStatus:
     """Start `command` as a supervised, detached run in `run_dir`; returns its status once supervised.
 
     `env` adds variables to the command's environment; `extra` adds options to run.yaml (e.g. `resume_args`,
     `save_signal`, a backend's resolved options); `cwd` is the command's working folder (default: ours);
     `restart` adds restart settings (e.g. `min_batch`, `collective_timeout_s`, `backoff_max_s`; see remedies).
+    `queue` (yolotui.runs.queue.make_spec) makes the supervisor wait in state `queued` before attempt 1.
     Raises UserError for an unwritable folder, a bad name, a missing program or a run that is still live,
     always before anything detaches.
     """
@@ -142,6 +144,8 @@ def launch(
         "created": time.time(),
         **extra,
     }
+    if queue:
+        config["queue"] = dict(queue)
     start_argv, logout_record = session_guard(supervisor_argv(run_dir), run_dir, name)
     config["logout"] = logout_record  # how the supervisor survives logout, for the launch output and doctor
     write_run_config(run_dir, config)
@@ -151,6 +155,11 @@ def launch(
         pass
     status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
                        command=argv, backend=backend, device=device)
+    if queue:
+        from yolotui.runs.queue import describe
+
+        status.queue = {"spec": dict(queue), "reason": describe(queue), "since": time.time()}
+        status.message = f"queued: {describe(queue)}"
     write_status(run_dir, status)
     index.add(run_dir, name)
 

@@ -16,7 +16,7 @@ from yolotui.runs.atomic import atomic_write_text
 from yolotui.runs.layout import RUN_YAML
 
 # Keys the job layer itself owns; extra options may not reuse them.
-RESERVED_KEYS = frozenset({"name", "backend", "command", "cwd", "device", "env", "restart", "created"})
+RESERVED_KEYS = frozenset({"name", "backend", "command", "cwd", "device", "env", "restart", "created", "queue"})
 
 MAX_RUN_YAML_BYTES = 4 * 2**20  # a run.yaml is a few kB; anything near this is not one
 

@@ -5,7 +5,8 @@ no supervisor holds its lock: the machine rebooted, the container restarted, or 
 `resume_interrupted()` relaunches every such run in the user's index with a new supervisor: the same
 run.yaml (restart policy, environment, backend), the command of its last attempt (so the remedies' changes,
 such as a halved batch or a lower learning rate, are kept) and the environment changes of its remedies. The
-trainer continues from weights/last.pt; a command with `resume_args` in run.yaml gets them at once.
+trainer continues from weights/last.pt; a command with `resume_args` in run.yaml gets them at once. A queued
+run that never started is queued again, waiting for the same conditions (yolotui.runs.queue).
 
 `unit_text()` / `install_unit()` write ~/.config/systemd/user/yolotui-resume.service, a oneshot unit that runs
 `yolotui resume --interrupted` when the user's systemd manager starts (at boot with lingering on).
@@ -73,13 +74,16 @@ def relaunch_plan(run_dir: Path) -> dict[str, Any]:
     max_attempts, backoff_s, _ = policy.restart_settings(config)
     restart = {k: v for k, v in (config.get("restart") or {}).items() if k not in ("max_attempts", "backoff_s")}
     extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS and k != "logout"}
-    extra["resume_first"] = bool(resume_args)
+    # A queued run that never started waits again (from its first attempt); one that started does not.
+    never_started = status is None or not status.attempts
+    extra["resume_first"] = bool(resume_args) and not never_started
     extra["resumed_after_interrupt"] = {"at": time.time(), "previous_state": previous["state"],
                                         "previous_attempt": previous["attempt"]}
     return {"command": command, "name": str(config.get("name") or run_dir.name),
             "backend": str(config.get("backend") or "exec"), "device": config.get("device"),
             "max_attempts": max_attempts, "env": env, "extra": extra, "backoff_s": backoff_s,
-            "cwd": Path(config["cwd"]) if config.get("cwd") else None, "restart": restart}
+            "cwd": Path(config["cwd"]) if config.get("cwd") else None, "restart": restart,
+            "queue": config.get("queue") if never_started else None}
 
 
 def relaunch(run_dir: Path) -> None:

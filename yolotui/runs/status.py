@@ -3,8 +3,9 @@
 Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started, updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
-remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it) and
-notifications (how many were sent and failed, and the last error).
+remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
+queue (what a queued run waits for, see yolotui.runs.queue) and notifications (how many were sent and failed,
+and the last error).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class RunStatus:
     remedies: list[dict[str, Any]] = field(default_factory=list)
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
     notifications: dict[str, Any] | None = None  # sent, failed, last_error (yolotui/runs/notify.py)
+    # a queued run's wait (yolotui.runs.queue): spec, reason, since, waiting_on, gpus, claimed, started
+    queue: dict[str, Any] | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:

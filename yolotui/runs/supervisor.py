@@ -11,6 +11,8 @@ Started by the launcher in a new session with stdio to RUN/supervisor.log. It
   interrupted run has nothing left running;
 - is the child subreaper of everything the trainer starts, so the processes a run leaves behind are reaped,
   and after every attempt signals whatever is left in the trainer's process group (SIGTERM, then SIGKILL);
+- with a `queue` section in run.yaml, first waits in state `queued` (lock held) until its conditions hold
+  (yolotui.runs.queue), or ends `stopped` on a stop request, or `failed` when they can never hold;
 - writes every transition to status.json (queued -> running -> [restarting -> running ...] -> finished /
   failed / stopped, with stopping while a stop is under way), with an `attempts` history, and asks
   `policy.decide` what follows each attempt.
@@ -42,6 +44,7 @@ from yolotui.runs.hostoom import MemoryWatch
 from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
+    QUEUED,
     RESTARTING,
     RUNNING,
     STOP_REQUEST,
@@ -58,6 +61,7 @@ POLL_S = 0.1
 WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks
 FINAL_NOTIFY_WAIT_S = 10.0  # how long the ended run waits for its last notification before releasing the lock
 MEMORY_EVERY = 4  # the memory sampler (a /proc scan) looks every 4th time: every 2 s
+QUEUE_POLL_S = 2.0  # how often a queued run checks its conditions (YOLOTUI_QUEUE_POLL_S overrides)
 DEFAULT_GRACE_S = 30.0
 LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
 LOCK_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
@@ -336,6 +340,56 @@ class Supervisor:
             self.status.notifications = dict(self.notifier.counts)
             self.save()
 
+    # -- the queue ------------------------------------------------------------------------------------------
+    def wait_in_queue(self) -> bool:
+        """Wait in state `queued` until run.yaml's `queue` conditions hold; False when the run ended instead.
+
+        Polls every YOLOTUI_QUEUE_POLL_S seconds (default 2), acting on stop requests within POLL_S. The
+        decision to start and the GPU claim are written under the queue's decision lock (yolotui.runs.queue).
+        """
+        from yolotui.runs import queue
+        from yolotui.telemetry.gpu import GpuSampler
+
+        spec = self.config.get("queue")
+        if not spec:
+            return True
+        interval = float(os.environ.get("YOLOTUI_QUEUE_POLL_S") or QUEUE_POLL_S)
+        created = float(self.config.get("created") or time.time())
+        sampler = GpuSampler()
+        self.status.state = QUEUED
+        self.status.started = None
+        self.status.queue = {"spec": spec, "reason": queue.describe(spec), "since": time.time(),
+                             "waiting_on": None, "gpus": None, "claimed": None}
+        self.save()
+        log(f"queued: {queue.describe(spec)}")
+        try:
+            while True:
+                if self.stop_wanted() is not None:
+                    self.finish(STOPPED, "stopped while queued; it never started")
+                    return False
+                with queue.decision_lock():
+                    verdict = queue.check(spec, self.run_dir, created, sampler)
+                    if verdict.ready:
+                        self.status.queue.update(reason=verdict.reason, waiting_on=None, claimed=verdict.gpus,
+                                                 started=time.time())
+                        self.save()  # the claim is on disk before another queued run decides
+                        log(f"queue: starting ({verdict.reason})")
+                        return True
+                if verdict.impossible:
+                    self.finish(FAILED, f"not started: {verdict.reason}", failure_class="queue")
+                    return False
+                if (verdict.reason, verdict.waiting_on) != (self.status.queue.get("reason"),
+                                                            self.status.queue.get("waiting_on")):
+                    self.status.queue.update(reason=verdict.reason, waiting_on=verdict.waiting_on, gpus=verdict.gpus)
+                    self.status.message = verdict.reason
+                    self.save()
+                    log(f"queue: {verdict.reason}")
+                deadline = time.time() + interval
+                while time.time() < deadline and self.stop_wanted() is None:
+                    time.sleep(POLL_S)
+        finally:
+            sampler.close()
+
     def run(self) -> int:
         """Run attempts until the policy says stop; returns the supervisor's exit code."""
         self.config = read_run_config(self.run_dir)
@@ -357,6 +411,7 @@ class Supervisor:
         self.status.remedies = []
         self.status.stop = None
         self.status.notifications = None
+        self.status.queue = None
         settings = load_user_settings()
         self.notifier.targets = notifications.targets_for(self.config, settings)
         watchdog = WatchdogSettings.from_configs(self.config, settings)
@@ -365,6 +420,11 @@ class Supervisor:
             log(f"notifications: {len(self.notifier.targets.urls)} URL(s)"
                 + (", a command hook" if self.notifier.targets.command else ""))
         uncounted, comm_failures = 0, []
+        if not self.wait_in_queue():
+            return 0
+        if self.status.started is None:
+            self.status.started = time.time()
+            self.status.message = None
 
         changes: dict[str, Any] = {}
         attempt = 0

@@ -131,8 +131,13 @@ def display_path(path: str | Path) -> str:
 # -------------------------------------------------------------------------------------- command lines
 
 def train_args(cfg: str, data: str, epochs: int, batch_size: int, imgsz: int, device: str, hyp: str = "",
-               name: str = "", project: str = DEFAULT_PROJECT, workers: int | None = None) -> list[str]:
-    """`yolotui train` arguments with the official flag names (defaults left out)."""
+               name: str = "", project: str = DEFAULT_PROJECT, workers: int | None = None,
+               after: str = "", when_free: str | None = None) -> list[str]:
+    """`yolotui train` arguments with the official flag names (defaults left out).
+
+    `after` queues the run behind another (--after RUN); `when_free` ('' for idle GPUs, or '20G') queues it
+    until the GPUs are free (--when-free [MEM]); None starts it at once.
+    """
     args = ["train", "--cfg", cfg, "--data", data, "--epochs", str(epochs), "--batch-size", str(batch_size),
             "--img", str(imgsz), "--device", device]
     if workers is not None:
@@ -143,6 +148,10 @@ def train_args(cfg: str, data: str, epochs: int, batch_size: int, imgsz: int, de
         args += ["--project", project]
     if name:
         args += ["--name", name]
+    if after:
+        args += ["--after", after]
+    if when_free is not None:
+        args += ["--when-free", *([when_free] if when_free else [])]
     return args
 
 

@@ -155,6 +155,8 @@ class YolotuiApp(RunActionsMixin, App[int]):
         if home is not None:
             yield SystemCommand("Reload runs", "Read every run folder again", home.action_reload)
             yield SystemCommand("Filter runs", "Filter the runs table (/)", self._filter_runs)
+            yield SystemCommand("Compare marked runs", "The runs marked with space, side by side (v)",
+                                home.action_compare)
             for column_index, column in enumerate(COLUMNS):
                 yield SystemCommand(f"Sort runs by {column}", "Sort the runs table (again: reverse)",
                                     partial(self._sort_runs, column_index), discover=False)

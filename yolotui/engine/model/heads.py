@@ -67,12 +67,14 @@ class _HeadBase(nn.Module):
         self.reg_max = REG_MAX
         self.no = nc + self.reg_max * 4
         self.register_buffer("stride", torch.zeros(nl), persistent=False)
+        self.stride_values: list[float] = []
         self._anchor_cache: tuple | None = None
 
     def _anchors(self, maps: list[Tensor]) -> tuple[Tensor, Tensor]:
         key = (tuple(tuple(m.shape[2:]) for m in maps), maps[0].device, maps[0].dtype, id(self.stride))
         if self._anchor_cache is None or self._anchor_cache[0] != key:
-            points, strides = make_anchors(maps, self.stride, 0.5)
+            # plain numbers when known (set_strides): no device sync, and nothing data-dependent to trace
+            points, strides = make_anchors(maps, self.stride_values or self.stride, 0.5)
             self._anchor_cache = (key, points.transpose(0, 1), strides.transpose(0, 1))
         return self._anchor_cache[1], self._anchor_cache[2]
 

@@ -36,6 +36,7 @@ class YoloModel(nn.Module):
         device = self.stride.device
         self.stride = torch.tensor(self.stride_values, device=device)
         self.detect.stride = torch.tensor(self.stride_values, device=device)
+        self.detect.stride_values = list(self.stride_values)
         self.detect._anchor_cache = None
 
     def materialize(self, device: str | torch.device = "cpu") -> YoloModel:

@@ -22,6 +22,7 @@ HELP_TEXT = """\
   /          filter       esc     clear the filter
   s          sort by the next column (click a header to sort by it; again to reverse)
   r          reload now
+  space      mark / unmark a run     v       the marked runs side by side
 
 [b]Run dashboard[/b]
   esc        back to the runs table

@@ -1,4 +1,8 @@
-"""Home: every indexed run in one table, live; `/` filters, `s` (or a header click) sorts, Enter opens."""
+"""Home: every indexed run in one table, live; `/` filters, `s` (or a header click) sorts, Enter opens.
+
+Space marks runs (a dot before the name) and `v` opens the marked runs side by side (CompareScreen). A
+queued run shows what it waits for in the epoch column.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from yolotui.formatting import age as format_age
 from yolotui.formatting import short_when as format_time
 from yolotui.runs import index
 from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
+from yolotui.runs.queue import short_note
 from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
 from yolotui.tui.sources import CheckpointFacts, diagnose
@@ -58,6 +63,8 @@ class HomeScreen(Screen):
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("s", "sort", "Sort"),
         Binding("r", "reload", "Reload"),
+        Binding("space", "toggle_mark", "Mark", show=False),
+        Binding("v", "compare", "Compare", show=False),  # in ? help; the footer must fit 80 columns
         *RUN_ACTION_BINDINGS,  # wizards and run actions (yolotui.tui.app_actions)
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
@@ -84,6 +91,7 @@ class HomeScreen(Screen):
         self._note = ""
         self._slow_timer = None
         self._ckpt_cache: dict[str, tuple[tuple[float, int], CheckpointFacts]] = {}
+        self.marked: set[str] = set()  # run folders marked with space, for `v` (compare)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="home-body"):
@@ -204,7 +212,8 @@ class HomeScreen(Screen):
     def _render_table(self) -> None:
         table = self.query_one("#runs", DataTable)
         now = self.app.clock()
-        content = [(row.summary.path, _cells(row, now)) for row in self.visible_rows()]
+        content = [(row.summary.path, _cells(row, now, row.summary.path in self.marked))
+                   for row in self.visible_rows()]
         labels = [key + ((" ▼" if self.sort_reverse else " ▲") if i == self.sort_column else "")
                   for i, key in enumerate(COLUMNS)]
         if (content, labels) == self._shown:
@@ -288,6 +297,27 @@ class HomeScreen(Screen):
         """Read every run again now."""
         self.request_load()
 
+    def action_toggle_mark(self) -> None:
+        """Mark or unmark the highlighted run for comparison, then move down a row."""
+        path = self.selected_path()
+        if not path:
+            return
+        self.marked.symmetric_difference_update({path})
+        self._render_table()
+        table = self.query_one("#runs", DataTable)
+        table.move_cursor(row=min(table.cursor_row + 1, table.row_count - 1))
+
+    def action_compare(self) -> None:
+        """Open the marked runs (at least two) side by side."""
+        known = {row.summary.path for row in self.rows}
+        marked = [row.summary.path for row in self.visible_rows() if row.summary.path in self.marked & known]
+        if len(marked) < 2:
+            self.notify("mark at least two runs with space, then press v", severity="warning", timeout=3)
+            return
+        from yolotui.tui.screens.compare import CompareScreen  # on first use: a faster start
+
+        self.app.push_screen(CompareScreen([Path(p) for p in marked]))
+
     @on(Input.Changed, "#filter")
     def _filter_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
@@ -300,12 +330,17 @@ class HomeScreen(Screen):
         self.query_one("#runs", DataTable).focus()
 
 
-def _cells(row: HomeRow, now: float) -> tuple:
+QUEUE_NOTE_WIDTH = 28  # how much of a queued run's reason the epoch column shows
+
+
+def _cells(row: HomeRow, now: float, marked: bool = False) -> tuple:
     summary = row.summary
     state_style = STATE_STYLE[STATE_CLASS.get(summary.state, "muted")]
     epoch = "--"
     if summary.epoch is not None or summary.epochs is not None:
         epoch = f"{summary.epoch if summary.epoch is not None else 0}/{summary.epochs or '?'}"
+    if summary.state == "queued" and summary.message:
+        epoch = Text(short_note(summary.message, QUEUE_NOTE_WIDTH), "italic")
     best = f"{summary.best_map:.4f}" if summary.best_map is not None else "--"
     checkpoint = Text("none", "dim")
     if row.checkpoint is not None:
@@ -313,7 +348,8 @@ def _cells(row: HomeRow, now: float) -> tuple:
         verdict = row.checkpoint.verdict
         checkpoint = Text.assemble(f"{age} ", (verdict, STATE_STYLE[VERDICT_CLASS.get(verdict, "muted")]))
     state = summary.state if summary.attempt <= 1 else f"{summary.state} #{summary.attempt}"
-    return (summary.name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started),
+    name = Text.assemble(("● ", "bold"), summary.name) if marked else summary.name
+    return (name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started),
             summary.device or "--")
 
 

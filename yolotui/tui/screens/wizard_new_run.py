@@ -1,5 +1,8 @@
 """New-run wizard: model, data.yaml, epochs, batch, image size, device, hyp, workers, name -> `yolotui train ...`.
 
+Two optional fields queue the run instead of starting it: `start after` (a run's name: --after RUN) and
+`when free` ('idle', or free memory such as 20G: --when-free [MEM]).
+
 The model is a shipped config (listed with parameters and GFLOPs from configs/models/summary.json) or a
 YAML path; the data.yaml is checked as it is typed (classes and image counts shown, or the reason it does
 not load); the device list comes from telemetry (GPUs with their free memory, and the CPU).
@@ -63,6 +66,10 @@ class NewRunWizard(WizardScreen):
                         "workers")
         name = values.get("name") or checks.free_name(self.project, "exp")
         yield field_row("name", Input(name, id="name", compact=True), "name")
+        yield field_row("start after", Input(values.get("after", ""), placeholder="now (or a run's name: queued)",
+                                             id="after", compact=True), "after")
+        yield field_row("when free", Input(values.get("when_free", ""), id="when-free", compact=True,
+                                                placeholder="now (or GPUs idle, or with 20G free)"), "when-free")
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -164,6 +171,16 @@ class NewRunWizard(WizardScreen):
                 self._check_hyp(self._value("hyp"))
             elif widget_id == "name":
                 checks.check_new_name(self.project, self._value("name"))
+            elif widget_id == "after" and self._value("after"):
+                from yolotui.runs.resolve import resolve_run
+
+                resolve_run(self._value("after"))
+            elif widget_id == "when-free" and self._value("when-free"):
+                from yolotui.runs.queue import gpu_indices, parse_memory
+
+                if self._when_free():
+                    parse_memory(self._when_free())
+                gpu_indices(self._value("device") or checks.CPU)
         except UserError as exc:
             return str(exc)
         return None
@@ -179,7 +196,8 @@ class NewRunWizard(WizardScreen):
 
     def validate(self) -> dict[str, str]:
         errors: dict[str, str] = {}
-        for widget_id in ("model-path", "data", "epochs", "batch", "imgsz", "device", "hyp", "workers", "name"):
+        for widget_id in ("model-path", "data", "epochs", "batch", "imgsz", "device", "hyp", "workers", "name",
+                          "after", "when-free"):
             error = self.data_error() if widget_id == "data" else self.check_field(widget_id)
             if error:
                 errors[widget_id] = error
@@ -192,7 +210,14 @@ class NewRunWizard(WizardScreen):
         return train_args(cfg=model, data=data, epochs=self._value("epochs"), batch_size=self._value("batch"),
                           imgsz=self._value("imgsz"), device=self._value("device") or checks.CPU,
                           hyp=self._value("hyp"), name=self._value("name"), project=self.project,
-                          workers=self._value("workers") if self._value("workers") != DEFAULTS["workers"] else None)
+                          workers=self._value("workers") if self._value("workers") != DEFAULTS["workers"] else None,
+                          after=self._value("after"),
+                          when_free=None if not self._value("when-free") else self._when_free())
+
+    def _when_free(self) -> str:
+        """The --when-free value: '' for 'idle' (no process on the GPUs), else the amount typed."""
+        value = self._value("when-free")
+        return "" if value.lower() in ("idle", "yes", "free") else value
 
     def launched_run(self, result):
         found = super().launched_run(result)

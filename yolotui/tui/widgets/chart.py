@@ -17,7 +17,7 @@ from textual.widget import Widget
 
 # Dot bit for (dx, dy) inside a braille cell, dx in 0..1, dy in 0..3 (top to bottom).
 _DOT_BITS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
-SERIES_CLASSES = tuple(f"chart--series-{i}" for i in range(4))
+SERIES_CLASSES = tuple(f"chart--series-{i}" for i in range(6))
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,8 @@ class BrailleChart(Widget):
     BrailleChart > .chart--series-1 { color: $warning; }
     BrailleChart > .chart--series-2 { color: $success; }
     BrailleChart > .chart--series-3 { color: $error; }
+    BrailleChart > .chart--series-4 { color: $accent; }
+    BrailleChart > .chart--series-5 { color: $secondary; }
     BrailleChart > .chart--axis { color: $foreground-muted; }
     """
     COMPONENT_CLASSES = {*SERIES_CLASSES, "chart--axis"}

@@ -81,7 +81,7 @@ class Panel(Static):
 
 
 class RunHeader(Panel):
-    """One line: name, state, attempt, device, elapsed."""
+    """One line: name, state, attempt, device, elapsed (and, for a queued run, what it waits for)."""
 
     DEFAULT_CSS = "RunHeader { height: 1; padding: 0 1; background: $boost; }" + _PANEL_CSS_CLASSES.format(
         name="RunHeader")
@@ -104,6 +104,8 @@ class RunHeader(Panel):
                 elapsed = end - status.started
             text.append("  elapsed ", self.style_for("label"))
             text.append(format_duration(elapsed))
+        if view.state == "queued" and status is not None and status.message:
+            text.append("  " + status.message, self.style_for("info"))  # what the queued run waits for
         if view.problems:
             text.append("  ⚠ " + "; ".join(view.problems), self.style_for("warn"))
         self.set_text(text)
