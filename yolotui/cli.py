@@ -69,6 +69,14 @@ def _selected_command(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _official_backend(argv: Sequence[str]) -> bool:
+    """True when `yolotui train` is asked for the official trainer (--backend official / --backend=official)."""
+    for i, token in enumerate(argv):
+        if token == "--backend=official" or (token == "--backend" and i + 1 < len(argv) and argv[i + 1] == "official"):
+            return True
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse `argv`, run the chosen subcommand, and turn UserError into a one-line message."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -76,7 +84,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = ["tui", *argv]
     selected = _selected_command(argv)
     parser = build_parser(selected)
-    args = parser.parse_args(argv)
+    if selected == "train" and _official_backend(argv):
+        # the official trainer's flags pass through unchanged (yolotui/backends/official.py sorts them)
+        args, _unknown = parser.parse_known_args(argv)
+        args.raw_argv = argv[argv.index("train") + 1:]
+    else:
+        args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
         return 0

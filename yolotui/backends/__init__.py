@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
     ENGINE: "yolotui.backends.engine:EngineBackend",
     "engine": "yolotui.backends.engine:EngineBackend",
     EXEC: "yolotui.backends.exec:ExecBackend",
+    "official": "yolotui.backends.official:OfficialBackend",
 }
 
 _instances: dict[str, Backend] = {}

@@ -14,8 +14,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `yolotui exec`."""
     from yolotui.commands._options import add_json
 
-    parser.add_argument("--name", default="exp", help="run name, a single folder name (default: exp)")
-    parser.add_argument("--project", default="runs/exec", help="parent folder of the run (default: runs/exec)")
+    parser.add_argument("--name", default=None,
+                        help="run name, a single folder name (default: exp; for the official train_dual.py its --name)")
+    parser.add_argument("--project", default=None,
+                        help="parent folder of the run (default: runs/exec; for the official train_dual.py its "
+                             "--project)")
     parser.add_argument("--exist-ok", action="store_true", help="reuse PROJECT/NAME instead of numbering a new one")
     parser.add_argument("--max-restarts", type=int, default=0, metavar="N",
                         help="restart the command up to N times when it fails (default: 0)")
@@ -39,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
                                   exist_ok=args.exist_ok, max_restarts=args.max_restarts,
                                   save_signal=args.save_signal, extras=extras_from(args)))
     run_dir = result.run_dir
+    for line in [f"warning: {w}" for w in result.warnings] + list(result.notes):
+        print(line, file=sys.stderr)
     print(json.dumps(result.to_json()) if args.json else run_dir)
     from yolotui.runs.logout import launch_lines_for
 

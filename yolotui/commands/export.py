@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from yolotui.commands._options import add_batch, add_imgsz
 from yolotui.errors import UserError
 
 
@@ -20,8 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="yolotui checkpoint (runs/train/exp/weights/best.pt) or official YOLOv9 .pt")
     parser.add_argument("--format", dest="fmt", choices=("pt", "onnx"), default="pt",
                         help="pt: the converted inference checkpoint; onnx: that and an ONNX file (default pt)")
-    parser.add_argument("--img", "--imgsz", dest="imgsz", type=int, default=640,
-                        help="input size in pixels for the ONNX graph and the checks (default 640)")
+    add_imgsz(parser, "input size in pixels for the ONNX graph and the checks (default 640)", default=640)
     parser.add_argument("--half", action="store_true", help="fp16 weights (ONNX in fp16 needs a CUDA --device)")
     parser.add_argument("--opset", type=int, default=18,
                         help="ONNX opset (default 18; below 18 the TorchScript exporter is used)")
@@ -33,8 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="sample images for the output checks (default: the --val images, else generated)")
     parser.add_argument("--val", dest="val_data", default=None, metavar="DATA",
                         help="data yaml: also validate the training and the exported model and compare mAPs")
-    parser.add_argument("--batch", "--batch-size", dest="batch_size", type=int, default=8,
-                        help="batch size for --val")
+    add_batch(parser, "batch size for --val (default 8)", default=8)
     parser.add_argument("--device", default="cpu", help="cpu (default), 0 or cuda:0")
     parser.add_argument("--workers", type=int, default=0, help="data loader workers for --val")
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
@@ -62,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--weights {weights}: file not found; give a checkpoint such as "
                         "runs/train/exp/weights/best.pt")
     if args.batch_size < 1:
-        raise UserError(f"--batch {args.batch_size}: must be at least 1")
+        raise UserError(f"--batch-size {args.batch_size}: must be at least 1")
     from yolotui.engine.export import ExportOptions, export
 
     options = ExportOptions(weights=weights, fmt=args.fmt, imgsz=args.imgsz, half=args.half, opset=args.opset,

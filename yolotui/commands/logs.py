@@ -1,6 +1,10 @@
-"""`yolotui logs RUN [--follow] [--tail N] [--level L]`: print a run's train.log; with --follow, keep printing until
-it ends; with --level, only lines at that level or above (yolotui.runs.logconfig.level_of_line: the `LEVEL: `
-prefix of yolotui's own records, else what the text shows; attempt markers always)."""
+"""`yolotui logs RUN [--follow] [--tail N] [--raw] [--level L]`: print a run's train.log; with --follow, until it
+ends. With --level, only lines at that level or above (yolotui.runs.logconfig.level_of_line: the `LEVEL: `
+prefix of yolotui's own records, else what the text shows; attempt markers always).
+
+Progress-bar lines show their final state and repeated tracebacks are collapsed (yolotui/runs/logtext.py), as
+in the dashboard's log pane; --raw prints the bytes as they are.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", metavar="RUN", help="run name (see `yolotui ls`) or run folder")
     parser.add_argument("-f", "--follow", action="store_true", help="keep printing new output until the run ends")
     parser.add_argument("-n", "--tail", type=int, default=None, metavar="N", help="start with the last N lines")
+    parser.add_argument("--raw", action="store_true",
+                        help="print the file as it is (every progress-bar redraw, every repeated traceback)")
     parser.add_argument("--level", default=None, type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"),
                         help="only lines at this level or above")
     parser.add_argument("--interval", type=float, default=0.25, help=argparse.SUPPRESS)
@@ -55,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
     offset = 0
     if args.tail is not None and path.exists():
         offset = _tail_offset(path, args.tail)
+    from yolotui.runs.logtext import LogCleaner
 
-    def pump() -> None:
+    cleaner = None if args.raw else LogCleaner()
+
+    def pump(final: bool = False) -> None:
         nonlocal offset
         try:
             with open(path, "rb") as handle:
@@ -64,11 +73,24 @@ def run(args: argparse.Namespace) -> int:
                 data = handle.read()
         except FileNotFoundError:
             return
-        if data and args.level:
-            data = data[: data.rfind(b"\n") + 1]  # whole lines only: a partial one waits for its end
-            offset += len(data)
-            out.write(_filtered(data, args.level))
+        if cleaner is not None:  # whole lines only, each in its final state (see yolotui/runs/logtext.py)
+            end = len(data) if final else data.rfind(b"\n") + 1
+            lines = data[:end].decode("utf-8", errors="replace").split("\n")
+            shown = cleaner.feed(lines[:-1] if lines and lines[-1] == "" else lines)
+            if final:
+                shown += cleaner.flush()
+            shown = _at_level(shown, args.level)
+            if shown:
+                out.write(("\n".join(shown) + "\n").encode("utf-8"))
+                out.flush()
+            offset += end
+            return
+        if data and args.level:  # --raw --level: whole lines, unchanged, filtered
+            end = len(data) if final else data.rfind(b"\n") + 1
+            kept = _at_level(data[:end].decode("utf-8", errors="replace").splitlines(keepends=True), args.level)
+            out.write("".join(kept).encode("utf-8"))
             out.flush()
+            offset += end
             return
         if data:
             out.write(data)
@@ -84,15 +106,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
 
-def _filtered(data: bytes, level: str) -> bytes:
-    """The lines of `data` at `level` or above."""
+def _at_level(lines: list[str], level: str | None) -> list[str]:
+    """The `lines` at `level` or above (all of them without a level)."""
+    if not level:
+        return lines
     import logging
 
     from yolotui.runs.logconfig import level_of_line
 
     floor = logging.getLevelName(level)
-    lines = data.decode("utf-8", "replace").splitlines(keepends=True)
-    return "".join(line for line in lines if level_of_line(line) >= floor).encode("utf-8")
+    return [line for line in lines if level_of_line(line) >= floor]
 
 
 def _print_and_follow(run_dir, path, args, pump) -> int:
@@ -103,7 +126,7 @@ def _print_and_follow(run_dir, path, args, pump) -> int:
     from yolotui.runs.layout import LIVE_STATES
     from yolotui.runs.status import effective_state
 
-    pump()
+    pump(final=not args.follow)
     if not args.follow:
         if not path.exists():
             print(f"run {run_dir.name} has no train.log yet", file=sys.stderr)
@@ -112,7 +135,7 @@ def _print_and_follow(run_dir, path, args, pump) -> int:
         while effective_state(run_dir) in LIVE_STATES:
             time.sleep(args.interval)
             pump()
-        pump()
+        pump(final=True)
     except KeyboardInterrupt:
         return 0
     print(f"[yolotui: run {run_dir.name} is {effective_state(run_dir)}]", file=sys.stderr)

@@ -118,6 +118,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._runflags import add_run_flags
 
     add_run_flags(recovery)
+    official = parser.add_argument_group("official YOLOv9 trainer (--backend official: other flags go to its script)")
+    official.add_argument("--backend", choices=["yolotui", "official"], default="yolotui",
+                          help="yolotui: the built-in engine (default); official: train_dual.py of --repo")
+    official.add_argument("--repo", default=None, metavar="PATH",
+                          help="the official YOLOv9 checkout (default: this folder)")
+    official.add_argument("--script", default="train_dual.py", choices=["train_dual.py", "train.py", "train_triple.py"],
+                          help="which official training script (default train_dual.py)")
+    official.add_argument("--python", default=None, metavar="EXE",
+                          help="the trainer's interpreter, e.g. the official Docker image's python")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.commands._runflags import extras_from
     from yolotui.jobs.launch import restart_limit
 
+    if getattr(args, "backend", "yolotui") == "official":
+        return run_official(args)
     given, layout, extras = given_options(args), given_layout(args), extras_from(args)
     if args.resume is not False and (args.after or args.after_ok or args.when_free is not None):
         from yolotui.errors import UserError
@@ -149,4 +160,26 @@ def run(args: argparse.Namespace) -> int:
     queue = QueueRequest(after=args.after, after_ok=args.after_ok, when_free=args.when_free)
     result = new_run(NewRunRequest(given, layout, max_attempts=max_attempts, backoff_s=args.restart_backoff,
                                    queue=queue if queue.wanted() else None, extras=extras))
+    return after_launch(result, args.attach, args.json)
+
+
+def run_official(args: argparse.Namespace) -> int:
+    """`yolotui train --backend official`: the official script of --repo, every other flag passed to it."""
+    from yolotui.backends import official
+    from yolotui.commands._launch import after_launch
+    from yolotui.errors import UserError
+    from yolotui.jobs.launch import restart_limit
+    from yolotui.commands._runflags import extras_from
+    from yolotui.jobs.official import OfficialRunRequest, start_official
+
+    if args.resume is not False:
+        raise UserError("resume an official run with `yolotui resume RUN` (it passes --resume RUN/weights/last.pt)")
+    if args.restart_backoff is not None and args.restart_backoff < 0:
+        raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
+    _, script_args = official.split_flags(list(getattr(args, "raw_argv", []) or []),
+                                          official.YOLOTUI_FLAGS)
+    cmd = official.OfficialCommand(python=official.python_for(args.python), repo=official.find_repo(args.repo),
+                                   script=args.script, args=script_args)
+    result = start_official(OfficialRunRequest(cmd, max_attempts=restart_limit(args.max_restarts, args.max_attempts),
+                                               backoff_s=args.restart_backoff, extras=extras_from(args)))
     return after_launch(result, args.attach, args.json)

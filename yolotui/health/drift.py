@@ -141,11 +141,13 @@ def _compare_file(file: str, path: Path, baseline: dict[str, Any] | None, ignore
 
 
 def check_drift(run_dir: Path, checkpoint_opt: dict[str, Any] | None = None,
-                checkpoint_hyp: dict[str, Any] | None = None) -> list[DriftItem]:
+                checkpoint_hyp: dict[str, Any] | None = None, ignored: frozenset[str] = frozenset()) \
+        -> list[DriftItem]:
     """Differences between the run's config files now and what it started with (see the module doc).
 
     `checkpoint_opt` / `checkpoint_hyp`: the dicts read from the run's checkpoint (taken from
-    weights/last.pt when not given).
+    weights/last.pt when not given). `ignored`: more opt.yaml keys that are not drift for this run (the
+    official trainer's own, yolotui/health/official_run.py).
     """
     run_dir = Path(run_dir)
     if checkpoint_opt is None and checkpoint_hyp is None:
@@ -158,10 +160,10 @@ def check_drift(run_dir: Path, checkpoint_opt: dict[str, Any] | None = None,
     if hyp_base is None and isinstance(opt_base, dict) and isinstance(opt_base.get("hyp"), dict):
         hyp_base = opt_base["hyp"]
     items = _compare_file(OPT_YAML, run_dir / OPT_YAML, opt_base if isinstance(opt_base, dict) else None,
-                          IGNORED_OPT_KEYS, new_keys=False)
+                          IGNORED_OPT_KEYS | ignored, new_keys=False)
     # Keys the baseline lacks were defaults when the run started; writing them out later is not a change.
     items += _compare_file(HYP_YAML, run_dir / HYP_YAML, hyp_base if isinstance(hyp_base, dict) else None,
-                           new_keys=False)
+                           ignored, new_keys=False)
     items += _data_drift(run_dir, run_yaml, start)
     return items
 

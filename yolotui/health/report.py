@@ -72,6 +72,15 @@ def _planned_epochs(run_dir: Path) -> int | None:
     return None
 
 
+def _opt_epochs(folder: Path) -> int | None:
+    """`epochs` of FOLDER/opt.yaml (the official trainer's plan), or None."""
+    from yolotui.health.drift import _load_yaml
+
+    opt, _ = _load_yaml(Path(folder) / "opt.yaml")
+    value = opt.get("epochs") if isinstance(opt, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _recommend(last: CheckpointVerdict, best: CheckpointVerdict, state: str | None) -> tuple[str, str, str | None]:
     if state in LIVE_STATES:
         return LIVE, "the run is live: nothing to resume (stop it first to change anything)", None
@@ -116,8 +125,12 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
     run_dir = Path(run_dir)
     status = read_status(run_dir)
     state = effective_state(run_dir, status) if status is not None else None
-    total = _planned_epochs(run_dir)
-    folder = weights_dir(run_dir)
+    from yolotui.health.official_run import official_advice, official_run
+
+    official = official_run(run_dir, probe=environment)  # follow an official run to where its trainer writes
+    outputs = official.folder if official is not None else run_dir
+    total = _planned_epochs(run_dir) or (_opt_epochs(outputs) if official is not None else None)
+    folder = weights_dir(outputs)
     last = diagnose_checkpoint(folder / LAST_PT, total, verify_hash=verify_hash)
     best = diagnose_checkpoint(folder / BEST_PT, total, verify_hash=verify_hash, find_fallback=False)
     recommended, advice, chosen = _recommend(last, best, state)
@@ -133,7 +146,20 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
         notes.append(f"last.pt written {formatting.age(last.age_s)} ago")
     info = last.info if last.info and (last.info.opt or last.info.hyp) else best.info
     # No checkpoint config: the first start event is the baseline, never an empty one (everything would drift).
-    drift = check_drift(run_dir, info.opt if info else None, info.hyp if info else None)
+    drift = check_drift(outputs, info.opt if info else None, info.hyp if info else None,
+                        ignored=official.drift_ignored() if official is not None else frozenset())
+    if official is not None:
+        stripped = bool(last.info is not None and last.info.epoch == -1)
+        command = official_advice(recommended, run_dir, stripped)
+        if recommended == RESUME_FALLBACK:  # the official --resume takes last.pt only: fine-tune from the fallback
+            recommended, advice = FINETUNE, f"{Path(last.path).name} is not usable: fine-tune from {Path(chosen).name}"
+        elif recommended == EXTEND and stripped:
+            recommended, advice = FINETUNE, f"training finished ({last.epoch} epochs) and stripped: fine-tune from it"
+        if command:
+            advice += f"; {command}"
+        if str(outputs) != str(run_dir):
+            notes.append(f"official trainer's folder: {outputs}")
+        notes.extend(f"trainer {line}" for line in official.env_lines)
     if drift and recommended in (RESUME, RESUME_FALLBACK):
         advice += "; the config changed since the start (see drift): review it before resuming"
     start = first_start_event(run_dir)

@@ -101,7 +101,8 @@ def _judge(info: CheckpointInfo, total_epochs: int | None) -> tuple[str, list[st
     total = total_epochs if total_epochs is not None else info.total_epochs
     done = info.epochs_done
     if info.kind == OFFICIAL and info.epoch == -1:
-        return FINISHED, [*reasons, "training finished (epoch -1, optimizer stripped): extend or fine-tune it"]
+        return FINISHED, [*reasons, "training finished and stripped (epoch -1, no optimizer): fine-tune it; the "
+                                    "official trainer cannot resume or extend a stripped checkpoint"]
     if total is not None and done is not None and done >= total:
         return FINISHED, [*reasons, f"all {total} epochs done: extend it with more epochs or fine-tune it"]
     missing = [key for key in REQUIRED_KEYS[info.kind] if key not in info.keys]

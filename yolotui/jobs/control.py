@@ -38,7 +38,25 @@ def save(run: str | Path) -> SaveResult:
     backend cannot (see Backend.capabilities.save_now)."""
     from yolotui.runs.control import save_now
 
-    return save_now(resolve(run))
+    run_dir = resolve(run)
+    note = cannot_note(run_dir, "save_now")
+    if note is not None:
+        from yolotui.errors import UserError
+
+        raise UserError(f"run {run_dir.name}: {note}; nothing sent", exit_code=1)
+    return save_now(run_dir)
 
 
-__all__ = ["SaveResult", "StopRequest", "StopResult", "resolve", "save", "stop"]
+def cannot_note(run_dir: Path, capability: str) -> str | None:
+    """What the run's backend says it cannot do about `capability` (save_now, mid_epoch_stop), or None when
+    it can or says nothing (the wizards and the stop screen show it instead of offering it silently)."""
+    from yolotui.runs.runconfig import read_backend
+
+    if read_backend(Path(run_dir)) != "official":
+        return None
+    from yolotui.backends.official import CANNOT
+
+    return CANNOT.get(capability)
+
+
+__all__ = ["SaveResult", "StopRequest", "StopResult", "cannot_note", "resolve", "save", "stop"]

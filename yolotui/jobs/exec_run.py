@@ -1,4 +1,8 @@
-"""Supervise any command as a detached run (the `exec` backend)."""
+"""Supervise any command as a detached run (the `exec` backend).
+
+A command that runs the official YOLOv9 train_dual.py / train.py / train_triple.py of a checkout is recognised
+and started with the official backend instead (jobs.official): progress, resume with --resume, remedies.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +22,8 @@ class ExecRequest:
     `max_restarts` times on failure; `save_signal`: it writes a checkpoint on SIGUSR1."""
 
     command: list[str]
-    name: str = "exp"
-    project: str = "runs/exec"
+    name: str | None = None  # default exp (the official trainer's --name when it is one)
+    project: str | None = None  # default runs/exec (the official trainer's --project when it is one)
     exist_ok: bool = False
     max_restarts: int = 0
     save_signal: bool = False
@@ -38,6 +42,21 @@ def exec_run(request: ExecRequest) -> StartedRun:
         raise UserError("no command given: put it after '--', e.g. yolotui exec -- python train.py")
     if request.max_restarts < 0:
         raise UserError(f"--max-restarts must be 0 or more (got {request.max_restarts})")
+    from yolotui.backends.official import recognise_command
+
+    recognised = recognise_command(command)
+    if recognised is not None:  # the official trainer: the same as `yolotui train --backend official`
+        from yolotui.jobs.official import OfficialRunRequest, start_official
+
+        result = start_official(OfficialRunRequest(
+            recognised, max_attempts=request.max_restarts + 1,
+            project=Path(request.project) if request.project is not None else None, name=request.name,
+            exist_ok=True if request.exist_ok else None))
+        result.notes.append(f"recognised the official trainer ({recognised.script} in {recognised.repo}): "
+                            "supervised with the official backend (progress, --resume on retries)")
+        return result
+    request.name = request.name or "exp"
+    request.project = request.project or "runs/exec"
     validate_name(request.name)
     check_command(command)
     run_extra = request.extras.entries()

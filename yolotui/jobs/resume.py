@@ -101,6 +101,13 @@ def resume(request: ResumeRequest) -> StartedRun:
     epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
     run_extra = request.extras.entries()
     run_dir = run_dir_for(request.target)
+    if read_backend(run_dir) == "official":  # the official trainer's own --resume semantics (jobs.official)
+        if request.from_ckpt or any(request.layout.values() if request.layout else ()):
+            raise UserError("an official run resumes from its weights/last.pt with the official --resume; "
+                            "--from and the process-layout flags do not apply to it")
+        from yolotui.jobs.official import resume_official
+
+        return resume_official(run_dir, epochs, batch_size, device, workers)
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is still live: stop it first (yolotui stop {run_dir.name})")
     if _never_started_queued(run_dir):

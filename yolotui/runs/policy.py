@@ -25,6 +25,7 @@ On every retry the `resume_args` list from run.yaml (e.g. `["--resume"]`) is app
 
 from __future__ import annotations
 
+import re
 import signal
 from typing import Any
 
@@ -45,6 +46,10 @@ from yolotui.runs.decision import (  # noqa: F401 (policy.Decision, policy.OOM .
 )
 from yolotui.runs.layout import FAILED, FINISHED, STOPPED
 from yolotui.runs.remedies import plan_remedy
+
+# The official trainer's (and YOLOv5's) last line of a completed training; what follows it (strip_optimizer,
+# the final validation, plots) can fail without making the training unfinished.
+COMPLETED_LINE = re.compile(r"^\s*(\d+) epochs completed in [\d.]+ hours\.?\s*$", re.MULTILINE)
 
 # Exit codes a shell or a trainer uses to say "I was ended by this signal" (128 + signal number).
 _SIGNAL_EXIT_CODES = {128 + s: s for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGKILL)}
@@ -112,6 +117,11 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
             # the yolotui trainer saves a checkpoint and exits 0 on SIGTERM/SIGINT from outside: resumable
             return Decision(retry=False, state=STOPPED, message="stopped by a signal after saving a checkpoint")
         return Decision(retry=False, state=FINISHED, message="finished (exit code 0)")
+    completed = completed_training(events_since_attempt, record.get("log_tail"))
+    if completed:
+        return Decision(retry=False, state=FINISHED,
+                        message=f"finished ({completed}); the trainer then exited with {how}: a step after training "
+                                "failed (the weights are written); see train.log")
 
     # The attempt's own error event first; then a signal nobody in yolotui sent; then the exit code (and the
     # CUDA/NCCL messages in the log tail of a command that writes no events).
@@ -137,6 +147,17 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     message = f"{how}: {event_message}" if event_message else how
     return plan_remedy(failure_class, message, record, run_config, events_since_attempt,
                        run_dir=record.get("run_dir"), changes_so_far=record.get("changes_so_far"))
+
+
+def completed_training(events: list[dict[str, Any]], log_tail: str | None) -> str | None:
+    """The "N epochs completed" the attempt reached (from a `done` event or the log), or None."""
+    for event in reversed(events):
+        if event.get("type") == "done" and event.get("completed"):
+            return str(event["completed"]).rstrip(".")
+    matches = COMPLETED_LINE.findall((log_tail or "").replace("\r", "\n"))
+    if matches:
+        return f"{matches[-1]} epochs completed"
+    return None
 
 
 def _matching_line(text: str, failure_class: str) -> str:
@@ -186,10 +207,35 @@ def set_flag(argv: list[str], flag: str, value: Any) -> list[str]:
     return out
 
 
+def resume_usable(run_config: dict[str, Any]) -> bool:
+    """Whether the retry may add `resume_args`: run.yaml's `resume_check` ("module:function", a backend's
+    check of its `resume_if_usable` checkpoint) says so; True when the run names no check.
+
+    The official backend resumes with `--resume RUN/weights/last.pt` only when that checkpoint is resumable;
+    with a missing or damaged last.pt its original command starts the run over (yolotui/backends/official.py).
+    The check is named in run.yaml, not imported here: the job layer (runs) knows nothing of backends or health.
+    """
+    target = run_config.get("resume_check")
+    if not target:
+        return True
+    import importlib
+
+    module_name, _, function = str(target).partition(":")
+    if not module_name.startswith("yolotui.backends."):  # run.yaml names a backend's check, nothing else
+        return False
+    try:
+        check = getattr(importlib.import_module(module_name), function)
+        return bool(check(run_config))
+    except Exception:  # a broken check must not stop the retry: resume only what is known to be usable
+        return False
+
+
 def command_for_attempt(run_config: dict[str, Any], attempt: int, changes: dict[str, Any]) -> list[str]:
-    """The argv for attempt `attempt` (1-based): the command, plus `resume_args` on retries, plus flag changes."""
+    """The argv for attempt `attempt` (1-based): the command, plus `resume_args` on retries (when
+    `resume_if_usable` allows), plus flag changes."""
     argv = [str(a) for a in run_config.get("command") or []]
-    if attempt > 1 or run_config.get("resume_first"):  # resume_first: relaunched after an interruption
+    if (attempt > 1 or run_config.get("resume_first")) and resume_usable(run_config):
+        # resume_first: relaunched after an interruption or by `yolotui resume`
         argv += [str(a) for a in run_config.get("resume_args") or []]
     for flag, value in (changes.get("args") or {}).items():
         argv = set_flag(argv, flag, value)

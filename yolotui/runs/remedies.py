@@ -30,7 +30,7 @@ from typing import Any
 from yolotui.runs import decision
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import EventWriter
-from yolotui.runs.layout import EVENTS_JSONL, FAILED, LAST_PT, manifest_path, weights_dir
+from yolotui.runs.layout import EVENTS_JSONL, FAILED, LAST_PT, OPT_YAML, manifest_path, weights_dir
 
 NOMINAL_BATCH = 64  # the official trainer's nominal batch: accumulation = round(64 / batch) by default
 DEFAULT_MIN_BATCH = 1
@@ -141,6 +141,7 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
     restart = run_config.get("restart") or {}
     so_far = changes_so_far or {}
     engine = run_config.get("backend") in BACKENDS_WITH_ENGINE_FLAGS
+    official = run_config.get("backend") == "official"
 
     if failure_class == decision.DATA:
         return decision.Decision(retry=False, state=FAILED, failure_class=decision.DATA, message=message,
@@ -169,6 +170,8 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
         if engine:
             changes["args"]["--accumulate"] = new_accumulate
             settings["accumulate"] = [accumulate, new_accumulate]
+        if official:  # the official --resume reads opt.yaml, not the command line: halve it there too
+            changes["opt_yaml"] = {"batch_size": new_batch}
         env_now = {**(run_config.get("env") or {}), **(so_far.get("env") or {})}
         changes["env"] = {}
         for name in alloc_conf_names():
@@ -179,6 +182,8 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
         what = (f"resume with batch {new_batch} (was {batch})"
                 + (f" and accumulation {new_accumulate} (was {accumulate}), the same images per optimizer step"
                    if engine else "")
+                + (" (written to opt.yaml, which the official --resume reads; the original is kept as "
+                   "opt.yaml.orig)" if official else "")
                 + f", {EXPANDABLE} in {' and '.join(alloc_conf_names())}")
     elif failure_class == decision.COMM:
         async_name, blocking_name = nccl_env_names()
@@ -219,12 +224,18 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
             changes["args"] = {"--lr-scale": scale / 2}
             settings["lr_scale"] = [scale, scale / 2]
             what = f"resume from {source} with the learning rate halved (lr scale {scale:g} -> {scale / 2:g})"
+        elif official:
+            what = (f"resume from {source}; the official trainer has no learning-rate scale, so it resumes at the "
+                    "same lr (if it diverges again, fine-tune from best.pt with a lower lr0)")
         else:
             what = f"resume from {source} (this command takes no learning-rate override)"
         delay = backoff
     else:
         failure_class = decision.CRASH if failure_class not in (decision.CRASH, "io") else failure_class
         what = "resume" + (" with " + " ".join(run_config["resume_args"]) if run_config.get("resume_args") else "")
+        if run_config.get("resume_if_usable") and run_config.get("resume_args"):  # official: only from a usable one
+            what = (f"rerun with {' '.join(run_config['resume_args'])} if that checkpoint is resumable then, else "
+                    "the original command")
 
     attempt -= int(record.get("uncounted_attempts") or 0)  # free comm retries do not use up the limit
 
@@ -290,6 +301,17 @@ def host_oom_changes(record: dict[str, Any], run_config: dict[str, Any], events:
     if not args:
         return {}, {}, ""
     return {"args": args}, settings, "resume with " + " and ".join(words)
+
+
+def apply_file_changes(run_dir: Path, changes: dict[str, Any]) -> dict[str, Any]:
+    """Apply a remedy's changes to the run's files before the next attempt: `opt_yaml` (official backend: the
+    options its --resume reads; the first opt.yaml kept as opt.yaml.orig). Returns {key: [was, now]}."""
+    updates = changes.get("opt_yaml") or {}
+    if not updates:
+        return {}
+    from yolotui.runs.opt_edit import edit_opt_yaml
+
+    return edit_opt_yaml(Path(run_dir) / OPT_YAML, dict(updates))
 
 
 def record_remedy_event(run_dir: Path, attempt: int, decision: decision.Decision) -> None:

@@ -500,6 +500,13 @@ class Supervisor:
                 self.finish(decision.state, decision.message, record, decision.failure_class)
                 return 0
             changes = policy.merge_changes(changes, decision.changes)
+            try:
+                applied = remedies.apply_file_changes(self.run_dir, decision.changes)
+            except (OSError, UserError) as exc:
+                applied = {}
+                log(f"could not apply the remedy to the run's files: {exc}")
+            if applied:
+                log("remedy written to the run's files: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in applied.items()))
             self.status.remedies.append({"attempt": attempt + 1, "failure_class": decision.failure_class,
                                          "remedy": decision.remedy, "changes": decision.changes,
                                          "settings": decision.settings})

@@ -23,6 +23,7 @@ from yolotui.runs.layout import (
     TRAIN_LOG,
     WEIGHTS_DIR,
 )
+from yolotui.runs.logtext import LogCleaner
 from yolotui.runs.results import read_rows
 from yolotui.runs.status import RunStatus, effective_state, read_status
 from yolotui.tui.sources import CheckpointFacts, diagnose
@@ -129,6 +130,7 @@ class RunReader:
         self._log_offset: int | None = None
         self._log_inode: int | None = None
         self._log_lines: deque[str] = deque(maxlen=LOG_LINES)
+        self._log_cleaner = LogCleaner()
         self._rate_mark: tuple[float, int, int] | None = None  # (ts, epoch, batch) at the start of the rate window
         self.view = RunView(str(self.run_dir), name or self.run_dir.name, "unknown")
 
@@ -275,6 +277,7 @@ class RunReader:
                 if self._log_offset is None or stat.st_ino != self._log_inode or stat.st_size < self._log_offset:
                     start = max(0, stat.st_size - LOG_TAIL_BYTES)
                     self._log_lines.clear()
+                    self._log_cleaner = LogCleaner()
                     view.log_reset = True
                     handle.seek(start)
                     data = handle.read()
@@ -292,7 +295,8 @@ class RunReader:
         end = data.rfind(b"\n") + 1  # a line still being written waits for its newline
         self._log_offset = (self._log_offset or 0) + end
         text = data[:end].decode("utf-8", errors="replace")
-        lines = [line.rstrip("\r") for line in text.splitlines()]
+        # progress bars: each line's final state, not every \r redraw; repeated tracebacks collapsed
+        lines = self._log_cleaner.feed(text.split("\n")[:-1])
         self._log_lines.extend(lines)
         view.new_log_lines = lines[-LOG_LINES:]
         view.log_lines = list(self._log_lines)

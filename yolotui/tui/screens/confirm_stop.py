@@ -85,9 +85,14 @@ class ConfirmStopScreen(ModalScreen[str | None]):
                 f"Run {self.run_dir.name} is not running ({self.initial_state}): nothing to stop.")
             self.refresh_bindings()
             return
+        from yolotui.jobs.control import cannot_note
+
+        note = cannot_note(self.run_dir, "mid_epoch_stop")
+        what = (f"Note: {note}." if note else
+                f"The trainer writes a checkpoint at the next step, then exits (killed after {self.grace_s:g} s "
+                "if it has not).")
         self.query_one("#question", Static).update(
-            f"Stop run [b]{self.run_dir.name}[/b]? The trainer writes a checkpoint at the next step, then exits "
-            f"(killed after {self.grace_s:g} s if it has not). Resume it later with `yolotui resume`.")
+            f"Stop run [b]{self.run_dir.name}[/b]? {what} Resume it later with `yolotui resume`.")
         self._show_command(self.graceful_args())
 
     def graceful_args(self) -> list[str]:

@@ -53,6 +53,7 @@ class ResumeFacts:
     batch_size: int | None
     others: list[Any]
     error: str | None = None
+    backend: str = "yolotui"  # run.yaml's backend: the official trainer resumes from last.pt only
 
 
 def gather_facts(run_dir: Path, diagnose: Callable[[Path], Any] | None = None) -> ResumeFacts:
@@ -81,7 +82,9 @@ def gather_facts(run_dir: Path, diagnose: Callable[[Path], Any] | None = None) -
         verdict = diagnose_checkpoint(path, find_fallback=False)
         if verdict.verdict == RESUMABLE:
             others.append(verdict)
-    return ResumeFacts(diagnosis, batch, others)
+    from yolotui.runs.runconfig import read_backend
+
+    return ResumeFacts(diagnosis, batch, others, backend=read_backend(run_dir))
 
 
 def resume_choices(facts: ResumeFacts) -> list[ResumeChoice]:
@@ -125,6 +128,13 @@ def resume_choices(facts: ResumeFacts) -> list[ResumeChoice]:
                 choices.append(ResumeChoice(FROM, f"resume from {name} (epoch {other.epoch})", name, other.epoch))
     if diagnosis.recommended_checkpoint or best.verdict in (RESUMABLE, FINISHED):
         choices.append(ResumeChoice(FINETUNE, "fine-tune instead (new data, frozen backbone, lower lr)"))
+    if facts.backend == "official":  # its --resume takes weights/last.pt only; without one it starts over
+        from yolotui.health.report import RESTART
+
+        choices = [c for c in choices if c.key != FROM]
+        if diagnosis.recommended == RESTART or last.verdict not in (RESUMABLE, FINISHED):
+            choices.insert(0, ResumeChoice(RESUME, "start over with the original official command (no usable "
+                                                   "last.pt; the official --resume needs one)"))
     return choices
 
 

@@ -1,0 +1,549 @@
+"""Run the official YOLOv9 trainer (train_dual.py, train.py, train_triple.py) in-process and report to yolotui.
+
+Launched BY PATH with the trainer's own interpreter (the official Docker image's Python, say):
+
+    PYTHON official_shim.py --repo REPO --script train_dual.py [--run-dir RUN] -- [train_dual.py flags]
+
+Standard library only, Python >= 3.8, torch >= 1.11; it never imports yolotui, so nothing in the trainer's
+environment needs yolotui's dependencies. What it does, in this order:
+
+1. torch >= 2.6 loads with `weights_only=True` by default, which breaks the official resume, strip_optimizer,
+   val and `--weights yolov9-c.pt` (their checkpoints pickle model classes). The shim wraps `torch.load` so
+   that a load that did not choose `weights_only` itself stays weights-only, with an allow-list for this
+   process: the classes defined in the official repository (models.*, utils.*), torch.nn module classes and
+   numpy's array reconstruction. Any other global in a file is refused, naming it. It prints which applies.
+2. It registers on the official `Callbacks` hooks (every Callbacks instance gets the shim's actions first)
+   and reads the trainer's own values (epoch, nb, epochs, opt) from the `train()` frame that runs the hook,
+   writing yolotui events to RUN/events.jsonl: start, batch (throttled), epoch, checkpoint, done, error.
+3. On the first hook of a (re)started training it drops results.csv rows and events of the epoch it starts
+   at and later, so a resumed epoch is never counted twice.
+4. It watches the official logger for "N epochs completed": once seen, the training is finished, and a
+   failure after it (strip_optimizer, the final validation, plotting) is reported as a warning with exit 0.
+
+Event schema: DESIGN.md, "Event schema". RUN defaults to $YOLOTUI_RUN_DIR, the attempt to $YOLOTUI_ATTEMPT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import re
+import runpy
+import sys
+import time
+import traceback
+
+COMPLETED_RE = re.compile(r"(\d+) epochs completed in ([\d.]+) hours")
+BATCH_EVENT_INTERVAL_S = 0.5
+OFFICIAL_MODULE_ROOTS = ("models", "utils")
+SHIM_PREFIX = "yolotui shim:"
+
+
+def say(message):
+    """A line for train.log (the trainer's stdout), marked as the shim's."""
+    print("%s %s" % (SHIM_PREFIX, message), flush=True)
+
+
+# ------------------------------------------------------------------------------------------------ events
+
+class Events:
+    """Appends yolotui events to RUN/events.jsonl, one whole line per write."""
+
+    def __init__(self, path, attempt):
+        self.path = path
+        self.attempt = attempt
+
+    def emit(self, type_, **fields):
+        event = {"ts": round(time.time(), 3), "type": type_, "attempt": self.attempt}
+        event.update(fields)
+        line = json.dumps(event, default=_plain, separators=(",", ":")) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+        finally:
+            os.close(fd)
+
+
+def _plain(value):
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return item()
+        except (TypeError, ValueError):
+            pass
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        try:
+            return tolist()
+        except (TypeError, ValueError):
+            pass
+    return str(value)
+
+
+def _float(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        try:
+            return float(value.item())
+        except Exception:
+            return None
+
+
+def _atomic_write(path, text):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def drop_results_from(path, epoch):
+    """Rewrite results.csv without rows of `epoch` and later (the header and earlier rows kept as written)."""
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except OSError:
+        return 0
+    lines = text.splitlines(True)
+    if not lines:
+        return 0
+    kept, dropped = [lines[0]], 0
+    for line in lines[1:]:
+        first = line.split(",", 1)[0].strip()
+        try:
+            later = float(first) >= epoch
+        except ValueError:
+            later = True  # a torn or unreadable row
+        if later or not line.endswith("\n"):
+            dropped += 1
+        else:
+            kept.append(line)
+    if dropped:
+        _atomic_write(path, "".join(kept))
+    return dropped
+
+
+def drop_events_from(path, epoch):
+    """Rewrite events.jsonl without batch/epoch/checkpoint/done events of `epoch` and later."""
+    try:
+        with open(path) as handle:
+            lines = handle.read().splitlines(True)
+    except OSError:
+        return 0
+    kept, dropped = [], 0
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            dropped += 1
+            continue
+        kind = event.get("type")
+        try:
+            at = int(event.get("epoch", 0) or 0)
+        except (TypeError, ValueError):
+            at = 0
+        if kind in ("batch", "epoch") and at >= epoch or kind == "checkpoint" and at > epoch or kind == "done":
+            dropped += 1
+            continue
+        kept.append(line if line.endswith("\n") else line + "\n")
+    if dropped:
+        _atomic_write(path, "".join(kept))
+    return dropped
+
+
+def sha256_of(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------------- torch >= 2.6 loads
+
+def _torch_version(torch):
+    numbers = re.findall(r"\d+", torch.__version__.split("+")[0])
+    return tuple(int(n) for n in numbers[:2]) if len(numbers) >= 2 else (0, 0)
+
+
+def _under(path, folder):
+    try:
+        return os.path.commonpath([os.path.realpath(path), os.path.realpath(folder)]) == os.path.realpath(folder)
+    except ValueError:
+        return False
+
+
+def allowed_global(name, repo):
+    """The object for the pickled global `name` when the allow-list admits it, else None.
+
+    Admitted: classes defined in the official repository's models/ and utils/ packages (already imported
+    or importable from REPO), torch.nn module classes, numpy's array/scalar reconstruction and dtypes.
+    """
+    import importlib
+
+    module_name, _, attr = name.rpartition(".")
+    if not module_name:
+        return None
+    numpy_names = {"numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
+                   "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.ndarray", "numpy.dtype"}
+    official = module_name.split(".")[0] in OFFICIAL_MODULE_ROOTS
+    if not (official or module_name.startswith("torch.nn.") or name in numpy_names
+            or module_name == "numpy.dtypes"):
+        return None
+    try:
+        module = sys.modules.get(module_name) or importlib.import_module(module_name)
+        obj = getattr(module, attr)
+    except Exception:
+        return None
+    if official:
+        source = getattr(module, "__file__", None) or ""
+        if not (isinstance(obj, type) and _under(source, repo)):
+            return None
+        return obj
+    if module_name.startswith("torch.nn."):
+        import torch
+
+        return obj if isinstance(obj, type) and issubclass(obj, torch.nn.Module) else None
+    if module_name == "numpy.dtypes":
+        return obj if isinstance(obj, type) else None
+    return obj
+
+
+def install_load_policy(repo):
+    """Wrap torch.load for torch >= 2.6 (see the module docstring); returns the line that says what applies."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not importable in this interpreter; the official code will fail to start"
+    version = _torch_version(torch)
+    if version < (2, 6):
+        return ("torch %s unpickles fully by default (weights_only=False): the official loads work as they are; "
+                "nothing changed" % torch.__version__)
+    serialization = torch.serialization
+    original = torch.load
+
+    def load(f, *args, **kwargs):
+        if "weights_only" in kwargs or len(args) >= 3 or not isinstance(f, (str, os.PathLike)):
+            return original(f, *args, **kwargs)
+        allowed, refused = [], []
+        try:
+            names = serialization.get_unsafe_globals_in_checkpoint(f)
+        except Exception:
+            names = []  # not a zip checkpoint: torch.load reports it
+        for name in names:
+            obj = allowed_global(name, repo)
+            (allowed if obj is not None else refused).append(obj if obj is not None else name)
+        if refused:
+            raise RuntimeError(
+                "%s refusing to unpickle %s: it references %s, which is not an official model class, torch.nn "
+                "module or numpy array; if you trust the file, load it yourself with weights_only=False"
+                % (SHIM_PREFIX, f, ", ".join(sorted(refused))))
+        try:
+            import numpy.dtypes as dtypes  # numpy >= 1.25: the dtype classes a pickled array names
+            allowed += [getattr(dtypes, k) for k in dir(dtypes) if k.endswith("DType")]
+        except ImportError:
+            pass
+        kwargs["weights_only"] = True
+        with serialization.safe_globals(allowed):
+            return original(f, *args, **kwargs)
+
+    torch.load = load
+    return ("torch %s loads weights_only=True by default: allow-listing, for this trainer process only, the "
+            "official model classes (models.*, utils.* under %s), torch.nn modules and numpy arrays; any other "
+            "pickled global is refused" % (torch.__version__, repo))
+
+
+# ------------------------------------------------------------------------------------------------- hooks
+
+def train_locals():
+    """The local variables of the official `train()` running the current hook ({} when not found)."""
+    frame = sys._getframe(2)
+    depth = 0
+    while frame is not None and depth < 12:
+        if frame.f_code.co_name == "train" and "epochs" in frame.f_locals:
+            return frame.f_locals
+        frame = frame.f_back
+        depth += 1
+    return {}
+
+
+def _opt_dict(opt):
+    try:
+        return dict(vars(opt))
+    except TypeError:
+        return {}
+
+
+class Reporter:
+    """The shim's actions on the official Callbacks hooks."""
+
+    def __init__(self, run_dir, attempt):
+        self.run_dir = run_dir
+        self.events = Events(os.path.join(run_dir, "events.jsonl"), attempt)
+        self.completed = None  # the "N epochs completed" line, once logged
+        self.epochs = None
+        self.epoch = None
+        self.epoch_started = None
+        self.last_batch_emit = 0.0
+        self.images_since = 0
+        self.last_fit_epoch = None
+        self.fit_ended = None
+        self.save_dir = run_dir
+        self.started = False
+
+    def attach(self, callbacks):
+        for hook in ("on_train_start", "on_train_epoch_start", "on_train_batch_end", "on_fit_epoch_end",
+                     "on_model_save", "on_train_end"):
+            try:
+                callbacks.register_action(hook, name="yolotui", callback=getattr(self, hook))
+            except (AssertionError, KeyError):
+                say("this trainer has no %r hook; that part of the progress is not reported" % hook)
+
+    def on_train_start(self, *args, **kwargs):
+        local = train_locals()
+        opt = _opt_dict(local.get("opt"))
+        self.epochs = int(local.get("epochs") or opt.get("epochs") or 0)
+        start_epoch = int(local.get("start_epoch") or 0)
+        self.save_dir = str(local.get("save_dir") or opt.get("save_dir") or self.run_dir)
+        results = os.path.join(self.save_dir, "results.csv")
+        dropped_rows = drop_results_from(results, start_epoch)
+        dropped_events = drop_events_from(self.events.path, start_epoch)
+        if dropped_rows or dropped_events:
+            say("starting at epoch %d: dropped %d results.csv row(s) and %d event(s) of that epoch and later"
+                % (start_epoch, dropped_rows, dropped_events))
+        device = local.get("device")
+        devices = [str(device)] if device is not None else []
+        try:
+            import torch
+
+            if device is not None and getattr(device, "type", "") == "cuda":
+                devices = [torch.cuda.get_device_name(device)]
+        except Exception:
+            pass
+        resumed = None
+        if opt.get("resume"):
+            resumed = {"path": str(opt.get("weights") or ""), "epoch": start_epoch, "step": 0}
+        keys = ("cfg", "data", "epochs", "batch_size", "imgsz", "optimizer", "weights", "device", "workers")
+        self.events.emit("start", backend="official", config={k: opt.get(k) for k in keys},
+                         world_size=int(os.environ.get("WORLD_SIZE", "1") or 1), devices=devices,
+                         resumed_from=resumed, batches=local.get("nb"), save_dir=self.save_dir,
+                         start_epoch=start_epoch, epochs=self.epochs)
+        self.started = True
+
+    def on_train_epoch_start(self, *args, **kwargs):
+        local = train_locals()
+        self.epoch = local.get("epoch")
+        self.epoch_started = time.time()
+        self.last_batch_emit = time.time()
+        self.images_since = 0
+
+    def on_train_batch_end(self, model=None, ni=None, imgs=None, targets=None, paths=None, vals=None, *args):
+        local = train_locals()
+        try:
+            self.images_since += int(imgs.shape[0])
+        except Exception:
+            pass
+        i, nb = local.get("i"), local.get("nb")
+        now = time.time()
+        last = i is not None and nb is not None and int(i) + 1 >= int(nb)
+        if now - self.last_batch_emit < BATCH_EVENT_INTERVAL_S and not last:
+            return
+        rate = self.images_since / max(now - self.last_batch_emit, 1e-6)
+        self.last_batch_emit, self.images_since = now, 0
+        losses = [_float(v) for v in (vals or [])]
+        lr = None
+        optimizer = local.get("optimizer")
+        if optimizer is not None:
+            try:
+                lr = float(optimizer.param_groups[0]["lr"])
+            except Exception:
+                lr = None
+        gpu = None
+        try:
+            import torch
+
+            if torch.cuda.is_available():
+                gpu = round(torch.cuda.memory_reserved() / 1e9, 3)
+        except Exception:
+            pass
+        epoch = local.get("epoch", self.epoch)
+        self.events.emit("batch", epoch=epoch, epochs=int(local.get("epochs") or self.epochs or 0),
+                         batch=(int(i) + 1) if i is not None else None, batches=nb,
+                         losses=dict(zip(("box", "cls", "dfl"), losses)), lr=lr,
+                         imgs_per_s=round(rate, 2), gpu_mem_gb=gpu)
+
+    def on_fit_epoch_end(self, vals=None, epoch=None, best_fitness=None, fi=None, *args):
+        vals = [_float(v) for v in (vals or [])]
+        if epoch is None:
+            return
+        epoch = int(epoch)
+        if epoch == self.last_fit_epoch:  # the official COCO path repeats the last epoch after the final val
+            return
+        drop_results_from(os.path.join(self.save_dir, "results.csv"), epoch)  # a leftover row of this epoch
+        self.last_fit_epoch = epoch
+        self.fit_ended = time.time()
+        seconds = self.fit_ended - self.epoch_started if self.epoch_started else None
+        self.events.emit("epoch", epoch=epoch, epochs=self.epochs,
+                         losses=dict(zip(("box", "cls", "dfl"), vals[0:3])),
+                         metrics=dict(zip(("P", "R", "mAP50", "mAP50-95"), vals[3:7])),
+                         val_losses=dict(zip(("box", "cls", "dfl"), vals[7:10])), lr=vals[10:13],
+                         fitness=_float(fi), best_fitness=_float(best_fitness),
+                         seconds=round(seconds, 3) if seconds is not None else None)
+
+    def on_model_save(self, last=None, epoch=None, final_epoch=None, best_fitness=None, fi=None, *args):
+        seconds = time.time() - self.fit_ended if self.fit_ended else None
+        paths = [str(last)] if last is not None else []
+        best = os.path.join(os.path.dirname(str(last)), "best.pt") if last is not None else None
+        if best and _float(best_fitness) == _float(fi) and os.path.exists(best):
+            paths.append(best)
+        for path in paths:
+            try:
+                size, digest = os.path.getsize(path), sha256_of(path)
+            except OSError:
+                continue
+            # epoch: the epochs done (the epoch a resume starts at), as yolotui's own checkpoints count it
+            self.events.emit("checkpoint", path=path, epoch=int(epoch) + 1, step=0, bytes=size, sha256=digest,
+                             seconds=round(seconds, 3) if seconds is not None else None,
+                             official_epoch=int(epoch), final=bool(final_epoch))
+
+    def on_train_end(self, last=None, best=None, epoch=None, results=None, *args):
+        metrics = [_float(v) for v in list(results or [])[:4]]
+        self.events.emit("done", metrics=dict(zip(("P", "R", "mAP50", "mAP50-95"), metrics)),
+                         best=str(best) if best is not None else None, epochs=self.epochs,
+                         completed=self.completed)
+
+
+class CompletionWatch(logging.Filter):
+    """Sees the official "N epochs completed in H hours." line go by on its logger."""
+
+    def __init__(self, reporter):
+        logging.Filter.__init__(self)
+        self.reporter = reporter
+
+    def filter(self, record):
+        try:
+            match = COMPLETED_RE.search(record.getMessage())
+        except Exception:
+            match = None
+        if match:
+            self.reporter.completed = match.group(0)
+        return True
+
+
+def patch_callbacks(reporter):
+    """Make every official Callbacks instance carry the reporter's actions (registered first)."""
+    from utils.callbacks import Callbacks
+
+    original_init = Callbacks.__init__
+
+    def init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        reporter.attach(self)
+
+    Callbacks.__init__ = init
+
+
+def watch_logger(reporter):
+    """Attach the completion watch to the official logger (utils.general.LOGGER), if there is one."""
+    try:
+        import utils.general as general
+    except Exception as exc:  # the script's own import reports the real problem
+        say("cannot import utils.general (%s); completion is read from the log instead" % exc)
+        return
+    logger = getattr(general, "LOGGER", None)
+    if isinstance(logger, logging.Logger):
+        logger.addFilter(CompletionWatch(reporter))
+
+
+# ---------------------------------------------------------------------------------------- failure classes
+
+def classify(exc, text):
+    """oom, comm, data, nan or crash, from the exception and its traceback text."""
+    name = type(exc).__name__
+    if "out of memory" in text.lower() or name == "OutOfMemoryError":
+        return "oom"
+    if name in ("ConnectionResetError", "DistBackendError", "DistNetworkError") or "NCCL" in text:
+        return "comm"
+    last = text.strip().splitlines()[-1] if text.strip() else ""
+    if name in ("FileNotFoundError",) or any(marker in last for marker in (
+            "File not found", "Dataset not found", "No labels found", "does not exist", "No such file")):
+        return "data"  # a configuration error: retrying cannot help
+    if "nan" in text.lower() and "loss" in text.lower():
+        return "nan"
+    return "crash"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="official_shim.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--repo", required=True, help="the official YOLOv9 checkout")
+    parser.add_argument("--script", default="train_dual.py", help="train_dual.py, train.py or train_triple.py")
+    parser.add_argument("--run-dir", default=os.environ.get("YOLOTUI_RUN_DIR"), help="the yolotui run folder")
+    if "--" in argv:
+        cut = argv.index("--")
+        own, rest = argv[:cut], argv[cut + 1:]
+    else:
+        own, rest = argv, []
+    args = parser.parse_args(own)
+    return args, rest
+
+
+def main(argv=None):
+    """Run the official script with the shim's hooks; returns the exit code."""
+    args, script_args = parse_args(sys.argv[1:] if argv is None else argv)
+    repo = os.path.realpath(args.repo)
+    script = os.path.join(repo, args.script)
+    if not os.path.isfile(script):
+        print("%s error: %s not found; --repo must be a checkout of the official YOLOv9 repository" % (SHIM_PREFIX,
+              script), file=sys.stderr)
+        return 2
+    run_dir = os.path.realpath(args.run_dir or os.getcwd())
+    attempt = int(os.environ.get("YOLOTUI_ATTEMPT", "1") or 1)
+    reporter = Reporter(run_dir, attempt)
+    say("python %s; running %s %s" % (sys.version.split()[0], script, " ".join(script_args)))
+    sys.path.insert(0, repo)
+    say(install_load_policy(repo))
+    try:
+        patch_callbacks(reporter)
+    except Exception as exc:
+        say("cannot hook the official Callbacks (%s): no live progress for this run" % exc)
+    watch_logger(reporter)
+    sys.argv = [script] + list(script_args)
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if code and reporter.completed:
+            say("training finished (%s); the script then exited with code %s" % (reporter.completed, code))
+            return 0
+        if code:
+            reporter.events.emit("error", kind="crash", message="the official script exited with code %s" % code,
+                                 traceback="")
+        return code
+    except BaseException as exc:  # report, then fail like the official script would
+        text = traceback.format_exc()
+        tail = "\n".join(text.splitlines()[-15:])
+        message = "%s: %s" % (type(exc).__name__, str(exc).strip().splitlines()[0] if str(exc).strip() else "")
+        if reporter.completed:
+            reporter.events.emit("warning", kind="post_training", message=message, traceback=tail)
+            sys.stderr.write(text)
+            say("training finished (%s); a later official step failed: %s. The weights are in %s/weights"
+                % (reporter.completed, message, reporter.save_dir))
+            reporter.events.emit("done", metrics={}, best=os.path.join(reporter.save_dir, "weights", "best.pt"),
+                                 epochs=reporter.epochs, completed=reporter.completed, after_error=message)
+            return 0
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        kind = classify(exc, text)
+        reporter.events.emit("error", kind=kind, message=message, traceback=tail)
+        sys.stderr.write(text)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
