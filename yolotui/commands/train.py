@@ -167,9 +167,9 @@ def run_official(args: argparse.Namespace) -> int:
     """`yolotui train --backend official`: the official script of --repo, every other flag passed to it."""
     from yolotui.backends import official
     from yolotui.commands._launch import after_launch
+    from yolotui.commands._runflags import extras_from
     from yolotui.errors import UserError
     from yolotui.jobs.launch import restart_limit
-    from yolotui.commands._runflags import extras_from
     from yolotui.jobs.official import OfficialRunRequest, start_official
 
     if args.resume is not False:
