@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._runflags import add_run_flags
 
     add_run_flags(parser)
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
     parser.add_argument("cmd_argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command to run")
 
 
@@ -36,11 +39,13 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from yolotui.commands._runflags import extras_from
+    from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.exec_run import ExecRequest, exec_run
 
     result = exec_run(ExecRequest(list(args.cmd_argv), name=args.name, project=args.project,
                                   exist_ok=args.exist_ok, max_restarts=args.max_restarts,
-                                  save_signal=args.save_signal, extras=extras_from(args)))
+                                  save_signal=args.save_signal, extras=extras_from(args),
+                                  slurm=slurm_options(args)))
     run_dir = result.run_dir
     for line in [f"warning: {w}" for w in result.warnings] + list(result.notes):
         print(line, file=sys.stderr)
@@ -49,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
 
     for line in launch_lines_for(run_dir):  # how it survives logout
         print(line, file=sys.stderr)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for note in result.notes:
+        print(note, file=sys.stderr)
     print(f"started run {run_dir.name}; follow: yolotui logs {run_dir.name} --follow; "
           f"stop: yolotui stop {run_dir.name}", file=sys.stderr)
     return 0

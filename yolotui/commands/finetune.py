@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._runflags import add_run_flags
 
     add_run_flags(parser)
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
     from yolotui.commands._runflags import extras_from
+    from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.finetune import INHERITED, FinetuneRequest, finetune
 
     if getattr(args, "backend", "yolotui") == "official":
@@ -64,5 +68,6 @@ def run(args: argparse.Namespace) -> int:
                                       freeze=args.freeze, name=args.name, project=args.project,
                                       close_mosaic=args.close_mosaic,
                                       options={k: v for k, v in options.items() if v is not None},
-                                      layout=given_layout(args), extras=extras_from(args)))
+                                      layout=given_layout(args), extras=extras_from(args),
+                                      slurm=slurm_options(args)))
     return after_launch(result, args.attach, args.json)

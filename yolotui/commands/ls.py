@@ -28,16 +28,23 @@ def run(args: argparse.Namespace) -> int:
         print("no runs yet: start one with `yolotui exec -- CMD` or `yolotui train`")
         return 0
     header = ("NAME", "STATE", "EPOCH", "mAP50-95", "CKPT", "DEVICE", "STARTED")
+    with_slurm = any(s.slurm for s in summaries)  # a SLURM column only where some run is a SLURM job
+    if with_slurm:
+        from yolotui.runs.slurm import short_text
+
+        header += ("SLURM",)
     rows = []
     for s in summaries:
         state = s.state if not s.failure_class else f"{s.state} ({s.failure_class})"
         epoch = epoch_text(s.epoch, s.epochs)
-        if s.state == "queued" and s.message:  # what it waits for, instead of an epoch
+        if s.state == "queued" and s.message and not s.slurm:  # what it waits for, instead of an epoch
             from yolotui.runs.queue import short_note
 
             epoch = short_note(s.message)
-        rows.append((s.name, state, epoch,
-                     f"{s.best_map:.4f}" if s.best_map is not None else "-",
-                     age(s.checkpoint_age), s.device or "-", when(s.started)))
+        row = (s.name, state, epoch, f"{s.best_map:.4f}" if s.best_map is not None else "-",
+               age(s.checkpoint_age), s.device or "-", when(s.started))
+        if with_slurm:
+            row += (short_text(s.slurm) if s.slurm else "-",)
+        rows.append(row)
     emit(table(header, rows))
     return 0

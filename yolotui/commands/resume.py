@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._runflags import add_run_flags
 
     add_run_flags(parser)  # given again: they replace the run's; not given: the run's are kept
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)  # a run that ran as a SLURM job resumes as one (its recorded options) by default
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
     from yolotui.commands._runflags import extras_from
+    from yolotui.commands._slurm import slurm_options
     from yolotui.commands.train import given_options
     from yolotui.jobs.resume import ResumeRequest, refuse_unchangeable, resume
 
@@ -66,5 +70,6 @@ def run(args: argparse.Namespace) -> int:
                         "--epochs, --batch-size, --device and --workers may change (use `yolotui finetune` for a "
                         "new run)")
     result = resume(ResumeRequest(args.run, args.epochs, args.batch_size, args.device, args.workers,
-                                  layout=given_layout(args), from_ckpt=args.from_ckpt, extras=extras_from(args)))
+                                  layout=given_layout(args), from_ckpt=args.from_ckpt,
+                                  extras=extras_from(args), slurm=slurm_options(args)))
     return after_launch(result, args.attach, args.json)

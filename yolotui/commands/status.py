@@ -39,12 +39,17 @@ def run(args: argparse.Namespace) -> int:
     if status is not None:
         state += f"  (attempt {status.attempt}/{status.max_attempts})"
     lines.append(f"state      {state}")
-    if summary.state == INTERRUPTED:
+    if summary.slurm:
+        from yolotui.runs.slurm import short_text
+
+        lines.append(f"slurm      {short_text(summary.slurm)}")
+    if summary.state == INTERRUPTED and not summary.slurm:
         lines.append("           its supervisor is gone (killed, or the machine restarted); nothing is running")
     if status is not None:
         lines.append(f"command    {shlex.join(status.command)}".replace("\n", "\\n"))
         if status.supervisor_pid and summary.state in LIVE_STATES:
-            lines.append(f"pids       supervisor {status.supervisor_pid}, trainer {status.trainer_pid or '-'}")
+            host = f" on {status.slurm['host']}" if status.slurm and status.slurm.get("host") else ""
+            lines.append(f"pids       supervisor {status.supervisor_pid}, trainer {status.trainer_pid or '-'}{host}")
         ended = f", ended {when(status.ended)}" if status.ended else ""
         lines.append(f"started    {when(status.started)}{ended} (updated {age(time.time() - (status.updated or time.time()))} ago)")
         if status.ended and (status.exit_code is not None or status.exit_signal is not None):

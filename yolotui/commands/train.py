@@ -113,6 +113,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     queue.add_argument("--when-free", nargs="?", const="", default=None, metavar="MEM",
                        help="start when the --device GPUs have MEM free (e.g. 20G; none given: no process on "
                             "them) and no other yolotui run holds them")
+    from yolotui.commands._slurm import add_slurm_flags
+
+    add_slurm_flags(parser)
     recovery.add_argument("--restart-backoff", type=float, default=None, metavar="S",
                           help="seconds before the first retry, doubling for crashes and comm errors (default 2)")
     from yolotui.commands._runflags import add_run_flags
@@ -134,9 +137,16 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
     from yolotui.commands._runflags import extras_from
+    from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.launch import restart_limit
 
+    slurm = slurm_options(args)
     if getattr(args, "backend", "yolotui") == "official":
+        if slurm is not None:
+            from yolotui.errors import UserError
+
+            raise UserError("--slurm runs yolotui's own trainer (or `yolotui exec --slurm -- python train_dual.py "
+                            "...`); it does not go with --backend official yet")
         return run_official(args)
     given, layout, extras = given_options(args), given_layout(args), extras_from(args)
     if args.resume is not False and (args.after or args.after_ok or args.when_free is not None):
@@ -150,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                                    "--epochs, --batch-size, --device and --workers may change")
         target = None if args.resume is True else str(args.resume)
         result = resume(ResumeRequest(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, layout=layout,
-                                      extras=extras))
+                                      extras=extras, slurm=slurm))
         return after_launch(result, args.attach, args.json)
     from yolotui.jobs.new_run import NewRunRequest, new_run
 
@@ -159,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
 
     queue = QueueRequest(after=args.after, after_ok=args.after_ok, when_free=args.when_free)
     result = new_run(NewRunRequest(given, layout, max_attempts=max_attempts, backoff_s=args.restart_backoff,
-                                   queue=queue if queue.wanted() else None, extras=extras))
+                                   queue=queue if queue.wanted() else None, extras=extras, slurm=slurm))
     return after_launch(result, args.attach, args.json)
 
 

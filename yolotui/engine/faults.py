@@ -16,16 +16,22 @@ resumed), so the supervisor's classification and remedies can be exercised on a 
 A fault fires on the first attempt only (YOLOTUI_ATTEMPT=1, the supervisor sets it), unless `:always` is
 appended, then on every attempt: `YOLOTUI_FAULT=crash@step=2:always`. Several faults can be given separated
 by commas; each fires at its own step.
+
+YOLOTUI_STEP_DELAY_S=S (also a testing aid) sleeps S seconds before every training batch of the first attempt,
+so a tiny run lasts long enough for an outside event (a SLURM time-limit signal) to meet it mid-training, and
+its resumed attempts run at full speed; the math is unchanged.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 from yolotui.errors import UserError
 
 ENV_VAR = "YOLOTUI_FAULT"
+DELAY_VAR = "YOLOTUI_STEP_DELAY_S"
 KINDS = ("oom", "comm", "nan", "crash", "data", "hang")
 
 
@@ -68,6 +74,10 @@ class FaultInjector:
         self.active = [f for f in faults if f.always or attempt <= 1]
         self.steps_run = 0
         self.poison_loss = False
+        try:
+            self.delay_s = max(0.0, float(os.environ.get(DELAY_VAR) or 0.0)) if attempt <= 1 else 0.0
+        except ValueError:
+            raise UserError(f"{DELAY_VAR}={os.environ.get(DELAY_VAR)!r}: give seconds as a number") from None
 
     @classmethod
     def from_env(cls, attempt: int | None = None) -> FaultInjector:
@@ -80,6 +90,8 @@ class FaultInjector:
     def before_step(self) -> None:
         """Call before each training batch: counts it and fires the faults due at it."""
         self.steps_run += 1
+        if self.delay_s:
+            time.sleep(self.delay_s)
         for fault in self.active:
             if fault.step == self.steps_run:
                 self._fire(fault)

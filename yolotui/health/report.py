@@ -54,6 +54,7 @@ class RunDiagnosis:
     logind: LogindInfo | None = None
     deep: dict[str, Any] | None = None
     launch_logout: dict[str, Any] | None = None  # run.yaml `logout`: how the supervisor was started (issue 7)
+    slurm: dict[str, Any] | None = None  # a SLURM run: job_id, state, reason, nodes, time_left, storage (issue 22)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form."""
@@ -179,7 +180,27 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
     return RunDiagnosis(run_dir=str(run_dir), last=last, best=best, recommended=recommended, drift=drift,
                         environment=env_report, last_failure=last_failure, advice=advice,
                         recommended_checkpoint=chosen, state=state, notes=notes,
-                        logind=check_logind() if logind else None, launch_logout=_launch_logout(run_dir))
+                        logind=check_logind() if logind else None, launch_logout=_launch_logout(run_dir),
+                        slurm=_slurm_facts(run_dir, status))
+
+
+def _slurm_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
+    """What SLURM says of a SLURM run's job, with the submit-time storage check; None for a local run."""
+    from yolotui.runs.status import slurm_job_of
+
+    job = slurm_job_of(status)
+    if not job:
+        return None
+    from yolotui.runs import slurm
+
+    facts = slurm.describe(job, accounting=True)
+    from yolotui.runs.runconfig import run_yaml_field
+
+    record = run_yaml_field(run_dir, "slurm")
+    if isinstance(record, dict):
+        facts["storage"] = record.get("storage")
+        facts["job_ids"] = record.get("job_ids")
+    return facts
 
 
 def _launch_logout(run_dir: Path) -> dict[str, Any] | None:
@@ -246,6 +267,13 @@ def render_text(diagnosis: RunDiagnosis) -> str:
         lines.append(f"launched  {record.get('applied')}: {record.get('note')}")
         if record.get("warning"):
             lines.append(f"          warning: {record['warning']}")
+    if diagnosis.slurm is not None:
+        from yolotui.runs.slurm import short_text
+
+        state = f" [{diagnosis.slurm['state']}]" if diagnosis.slurm.get("state") else ""
+        lines.append(f"slurm     {short_text(diagnosis.slurm)}{state}")
+        if diagnosis.slurm.get("storage"):
+            lines.append(f"          {diagnosis.slurm['storage']}")
     if diagnosis.logind is not None:
         lines.append(f"logout    {diagnosis.logind.strategy}: {diagnosis.logind.advice}")
     if diagnosis.deep is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from yolotui.backends import EXEC, get_backend
 from yolotui.backends.base import CommandRequest
@@ -28,6 +29,7 @@ class ExecRequest:
     max_restarts: int = 0
     save_signal: bool = False
     extras: RunExtras = field(default_factory=RunExtras)  # notifications, stall timeout (log growth), logging
+    slurm: Any | None = None  # yolotui.runs.slurm.SlurmOptions: run it as a SLURM job
 
 
 def exec_run(request: ExecRequest) -> StartedRun:
@@ -65,5 +67,5 @@ def exec_run(request: ExecRequest) -> StartedRun:
     spec = backend.new_run_command(CommandRequest(run_dir=run_dir, argv=tuple(command)))
     extra = {**spec.extra, **run_extra, **({"save_signal": True} if request.save_signal else {})}
     launch(run_dir, spec.command, name=run_dir.name, backend=backend.name, max_attempts=request.max_restarts + 1,
-           env=spec.env or None, cwd=spec.cwd, extra=extra or None)
+           env=spec.env or None, cwd=spec.cwd, extra=extra or None, slurm=request.slurm)
     return started(run_dir, "started", [])

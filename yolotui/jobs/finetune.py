@@ -45,6 +45,7 @@ class FinetuneRequest:
     options: dict[str, Any] = field(default_factory=dict)
     layout: dict[str, Any] = field(default_factory=dict)
     extras: RunExtras = field(default_factory=RunExtras)
+    slurm: Any | None = None  # yolotui.runs.slurm.SlurmOptions: run it as a SLURM job
 
 
 def resolve_source(value: str) -> FinetuneSource:
@@ -115,5 +116,5 @@ def finetune(request: FinetuneRequest) -> StartedRun:
     prepared.hyp = hyp
     note = (f"fine-tuning from {source.checkpoint} (lr0 {hyp['lr0']:.3g}, freeze {prepared.opt['freeze']}, "
             f"{prepared.opt['epochs']} epochs)")
-    return launch_prepared(prepared, NewRunRequest(options={}, layout=request.layout), notes=[note],
-                           run_extra=run_extra)
+    return launch_prepared(prepared, NewRunRequest(options={}, layout=request.layout, slurm=request.slurm),
+                           notes=[note], run_extra=run_extra)

@@ -27,6 +27,7 @@ class NewRunRequest:
     `layout`: process-layout flags (nproc_per_node, nnodes, node_rank, rdzv_endpoint, rdzv_id, master_addr,
     master_port); `max_attempts`: attempts in all (see jobs.launch.restart_limit); `backoff_s`: seconds
     before the first retry (None: the supervisor's default); `queue`: what to wait for before starting;
+    `slurm`: a yolotui.runs.slurm.SlurmOptions to submit the run as a SLURM job (None: run here);
     `extras`: notifications, stall timeout, logging.
     """
 
@@ -37,6 +38,7 @@ class NewRunRequest:
     backend: str = ENGINE
     queue: QueueRequest | None = None
     extras: RunExtras = field(default_factory=RunExtras)
+    slurm: Any | None = None
 
 
 @dataclass
@@ -99,7 +101,7 @@ def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
         queue = queue_spec(request.queue, str(prepared.opt.get("device") or ""))
         warnings = start_training(prepared.run_dir, prepared.opt, max_attempts=request.max_attempts,
                                   dist_flags=request.layout, backoff_s=request.backoff_s, backend=request.backend,
-                                  queue=queue,
+                                  queue=queue, slurm=request.slurm,
                                   run_extra=run_extra if run_extra is not None else request.extras.entries())
     except UserError:
         if not prepared.opt.get("exist_ok"):

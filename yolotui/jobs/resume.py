@@ -24,7 +24,8 @@ class ResumeRequest:
     """Resume (or extend) a run. `target`: a run folder or name, or its weights/last.pt; None picks the newest
     interrupted run. None for epochs/batch_size/device/workers keeps the saved value. `layout`: process-layout
     flags that replace the saved ones. `from_ckpt`: a checkpoint of the run (best.pt, epochN.pt) to restore
-    over a damaged last.pt first."""
+    over a damaged last.pt first. `slurm`: SlurmOptions to resume as a SLURM job; None resubmits a run that
+    ran as a SLURM job with its recorded options (and runs any other here)."""
 
     target: str | None = None
     epochs: int | None = None
@@ -34,6 +35,7 @@ class ResumeRequest:
     layout: dict[str, Any] = field(default_factory=dict)
     from_ckpt: str | None = None
     extras: RunExtras = field(default_factory=RunExtras)  # given again: replace the run's; else kept
+    slurm: Any | None = None
 
 
 def refuse_unchangeable(given: dict[str, Any], hint: str) -> None:
@@ -101,10 +103,15 @@ def resume(request: ResumeRequest) -> StartedRun:
     epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
     run_extra = request.extras.entries()
     run_dir = run_dir_for(request.target)
+    from yolotui.runs.launcher import refuse_live_slurm_job
+
+    refuse_live_slurm_job(run_dir)  # a SLURM run's liveness is its job; before anything in the folder changes
     if read_backend(run_dir) == "official":  # the official trainer's own --resume semantics (jobs.official)
         if request.from_ckpt or any(request.layout.values() if request.layout else ()):
             raise UserError("an official run resumes from its weights/last.pt with the official --resume; "
                             "--from and the process-layout flags do not apply to it")
+        if request.slurm is not None:
+            raise UserError("--slurm does not go with an official-backend run yet; resume it here")
         from yolotui.jobs.official import resume_official
 
         return resume_official(run_dir, epochs, batch_size, device, workers)
@@ -147,8 +154,11 @@ def resume(request: ResumeRequest) -> StartedRun:
     saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
     if device is not None:
         saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
+    from yolotui.runs.slurm import recorded_options
+
+    slurm = request.slurm if request.slurm is not None else recorded_options(run_dir)
     warnings = start_training(run_dir, opt, overrides, dist_flags={**saved, **(request.layout or {})},
-                              backend=read_backend(run_dir), run_extra=run_extra)
+                              backend=read_backend(run_dir), slurm=slurm, run_extra=run_extra)
     verb = "extending" if epochs is not None and epochs > planned else "resumed"
     note = f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs"
     return started(run_dir, verb, warnings, [note])

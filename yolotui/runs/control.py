@@ -33,9 +33,9 @@ from typing import Any
 from yolotui.errors import UserError
 from yolotui.runs import lock, procs
 from yolotui.runs.atomic import atomic_write_json
-from yolotui.runs.layout import LIVE_STATES, RUNNING, STOP_REQUEST, STOPPED, STOPPING
+from yolotui.runs.layout import LIVE_STATES, QUEUED, RUNNING, STOP_REQUEST, STOPPED, STOPPING
 from yolotui.runs.runconfig import handles_save_signal, read_run_config
-from yolotui.runs.status import RunStatus, effective_state, read_status
+from yolotui.runs.status import RunStatus, effective_state, read_status, write_status
 
 ACK_TIMEOUT_S = 3.0  # how long the supervisor gets to acknowledge a stop before we signal directly
 POLL_S = 0.1
@@ -119,6 +119,8 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
         return StopResult(str(run_dir), name, was_running=False, state=state,
                           message=f"run {name} is not running ({state}); nothing to stop")
     started = time.monotonic()
+    if status is not None and status.slurm and status.slurm.get("job_id"):
+        return _stop_slurm_job(run_dir, status, force, grace_s, wait, timeout_s)
     request_stop(run_dir, force, grace_s)
     pgid = trainer_group(run_dir, status)
     if not wait:
@@ -171,6 +173,54 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
     return result
 
 
+def _stop_slurm_job(run_dir: Path, status: RunStatus, force: bool, grace_s: float, wait: bool,
+                    timeout_s: float | None) -> StopResult:
+    """Stop a SLURM run: a queued job is cancelled; a running one gets stop.request and `scancel --batch
+    --signal=TERM` (its supervisor stops the trainer: checkpoint, then the job ends), or a plain `scancel`
+    with `force`. With `wait`, polls the job's state until the run has ended."""
+    from yolotui.runs import slurm
+
+    name = _name(run_dir, status)
+    job = str(status.slurm["job_id"])
+    started = time.monotonic()
+    info = slurm.job_info(job, fresh=True)
+    request_stop(run_dir, force, grace_s)  # read by the supervisor, should it be starting right now
+    if info is not None and (info.pending or status.state == QUEUED):
+        # nothing to checkpoint: the job waits in the queue, or its supervisor has not started yet
+        slurm.scancel(job)
+        why = f"while queued ({info.reason or info.state})" if info.pending else "before its supervisor started"
+        status.state, status.ended = STOPPED, time.time()
+        status.message = f"SLURM job {job} cancelled {why}"
+        write_status(run_dir, status)
+        return StopResult(str(run_dir), name, was_running=True, state=STOPPED, seconds=time.monotonic() - started,
+                          message=f"run {name}: job {job} cancelled {why}")
+    if force:
+        slurm.scancel(job)
+        how = f"scancel {job}"
+    else:
+        slurm.scancel(job, "TERM", batch=True)
+        how = f"SIGTERM to job {job}'s supervisor (scancel --batch --signal=TERM)"
+    if not wait:
+        return StopResult(str(run_dir), name, was_running=True, state=STOPPING, term_sent=not force,
+                          kill_sent=force, message=f"stop of run {name} requested ({how})")
+    deadline = started + (timeout_s if timeout_s is not None else grace_s + 60.0)
+    state = STOPPING
+    while time.monotonic() < deadline:
+        state = effective_state(run_dir)
+        if state not in LIVE_STATES:
+            break
+        time.sleep(0.5)
+    seconds = time.monotonic() - started
+    result = StopResult(str(run_dir), name, was_running=True, state=state, term_sent=not force, kill_sent=force,
+                        seconds=seconds)
+    if state in LIVE_STATES:
+        result.message = f"run {name} is still {state} after {seconds:.0f} s ({how}); try again with --force"
+    else:
+        result.message = f"run {name} {'stopped' if state == STOPPED else 'ended as ' + state} after " \
+                         f"{seconds:.1f} s ({how})"
+    return result
+
+
 def save_now(run_dir: Path) -> SaveResult:
     """Ask the run's trainer to write a checkpoint now (SIGUSR1 to its process group) and go on training.
 
@@ -187,6 +237,14 @@ def save_now(run_dir: Path) -> SaveResult:
     if not handles_save_signal(config):
         raise UserError(f"run {name} ({config.get('backend', 'exec')}) does not say its command writes a "
                         "checkpoint on SIGUSR1 (it would be killed by it); nothing sent", exit_code=1)
+    if status is not None and status.slurm and status.slurm.get("job_id"):
+        from yolotui.runs import slurm
+
+        job = str(status.slurm["job_id"])
+        atomic_write_json(Path(run_dir) / slurm.SAVE_REQUEST, {"requested": time.time(), "by": "yolotui save"})
+        slurm.scancel(job, "USR1", batch=True)
+        return SaveResult(str(run_dir), name, 0, f"asked run {name} to write a checkpoint now (save.request, then "
+                                                 f"scancel --batch --signal=USR1 {job})")
     pgid = trainer_group(run_dir, status)
     if pgid is None:
         raise UserError(f"run {name} has no live trainer process right now; nothing sent", exit_code=1)

@@ -21,15 +21,18 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yolotui
 from yolotui.errors import UserError
 from yolotui.runs import index, lock, policy
 from yolotui.runs.layout import QUEUED, STOP_REQUEST, SUPERVISOR_LOG
-from yolotui.runs.runconfig import RESERVED_KEYS, write_run_config
+from yolotui.runs.runconfig import RESERVED_KEYS, run_yaml_field, write_run_config
 from yolotui.runs.status import RunStatus, read_status, write_status
 from yolotui.runs.store import check_writable, validate_name
+
+if TYPE_CHECKING:
+    from yolotui.runs.slurm import SlurmOptions
 
 START_TIMEOUT_S = 2.0
 
@@ -87,6 +90,70 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip() if lines else ""
 
 
+def _clear_requests(run_dir: Path) -> None:
+    """Remove stop/save requests left from an earlier life of this folder."""
+    from yolotui.runs.slurm import SAVE_REQUEST
+
+    for leftover in (STOP_REQUEST, SAVE_REQUEST):
+        try:
+            (run_dir / leftover).unlink()
+        except FileNotFoundError:
+            pass
+
+
+def refuse_live_slurm_job(run_dir: Path) -> None:
+    """UserError when the folder's run is a SLURM job that is still queued, or running with its supervisor
+    at work (a job whose supervisor has recorded a final state may still be completing: that is no refusal)."""
+    from yolotui.runs.layout import LIVE_STATES
+
+    status = read_status(run_dir)
+    job = (status.slurm or {}).get("job_id") if status is not None and status.slurm else None
+    if not job:
+        return
+    from yolotui.runs import slurm
+
+    info = slurm.job_info(str(job), fresh=True)
+    if info is not None and (info.pending or (info.active and status.state in LIVE_STATES)):
+        raise UserError(f"run {run_dir} is SLURM job {job}, still {info.state.lower()}: stop it first "
+                        f"(yolotui stop {run_dir.name}) or use another name")
+
+
+def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: SlurmOptions) -> RunStatus:
+    """Write run.yaml, a queued status.json and RUN/slurm.sh, then `sbatch` it (yolotui/runs/slurm.py).
+
+    Checks at submit time whether the run folder is on storage the compute nodes see (run.yaml's
+    `slurm.storage`, and `storage_warning` when not; jobs.results.started reports it). run.yaml's `slurm`
+    records the options, the job ids (one more per resubmission) and the submit command.
+    """
+    from yolotui.runs import slurm
+
+    note, is_warning = slurm.storage_note(run_dir)
+    config["logout"] = {"applied": "slurm", "note": "runs as a SLURM job: logging out does not end it",
+                        "warning": None}
+    earlier = run_yaml_field(run_dir, "slurm")
+    previous: dict[str, Any] = earlier if isinstance(earlier, dict) else {}  # a resubmission keeps the job ids
+    config["slurm"] = {"options": options.to_record(), "job_ids": list(previous.get("job_ids") or []),
+                       "submit_command": None, "script": slurm.SCRIPT, "storage": note,
+                       "storage_warning": bool(is_warning)}
+    write_run_config(run_dir, config)
+    _clear_requests(run_dir)
+    argv = [str(a) for a in config["command"]]
+    status = RunStatus(name=config["name"], run_dir=str(run_dir), state=QUEUED,
+                       max_attempts=int(config["restart"]["max_attempts"]), command=argv,
+                       backend=config["backend"], device=config.get("device"), slurm={"job_id": None})
+    write_status(run_dir, status)
+    slurm.write_script(run_dir, options, config["name"], pythonpath=str(package_root()))
+    job_id, submit_argv = slurm.submit(run_dir)
+    config["slurm"]["job_ids"].append(job_id)
+    config["slurm"]["submit_command"] = submit_argv
+    write_run_config(run_dir, config)
+    status.slurm = {"job_id": job_id, "restarts": 0, "submitted": time.time()}
+    status.message = f"submitted as SLURM job {job_id}"
+    write_status(run_dir, status)
+    index.add(run_dir, config["name"])
+    return status
+
+
 def launch(
     run_dir: Path,
     command: Sequence[str],
@@ -101,6 +168,7 @@ def launch(
     cwd: Path | None = None,
     restart: dict[str, Any] | None = None,
     queue: dict[str, Any] | None = None,
+    slurm: SlurmOptions | None = None,
 ) -> RunStatus:
     """Start `command` as a supervised, detached run in `run_dir`; returns its status once supervised.
 
@@ -108,11 +176,20 @@ def launch(
     `save_signal`, a backend's resolved options); `cwd` is the command's working folder (default: ours);
     `restart` adds restart settings (e.g. `min_batch`, `collective_timeout_s`, `backoff_max_s`; see remedies).
     `queue` (yolotui.runs.queue.make_spec) makes the supervisor wait in state `queued` before attempt 1.
+    `slurm` (yolotui.runs.slurm.SlurmOptions) submits the supervisor as a SLURM job instead of starting it
+    here (see `submit_to_slurm`); SLURM does the queueing then, so it does not go with `queue`.
     Raises UserError for an unwritable folder, a bad name, a missing program or a run that is still live,
     always before anything detaches.
     """
     run_dir = Path(run_dir).resolve()
     validate_name(name)
+    if slurm is not None:
+        from yolotui.runs.slurm import require_sbatch
+
+        if queue:
+            raise UserError("--slurm runs the job through SLURM's own queue: leave out yolotui's queue options "
+                            "(--after, --when-free) or --slurm")
+        require_sbatch()
     check_writable(run_dir.parent)
     if run_dir.exists():
         check_writable(run_dir)
@@ -131,6 +208,12 @@ def launch(
         raise UserError(f"cannot create run folder {run_dir}: {exc.strerror}; choose another --project") from exc
     if lock.is_held(run_dir):
         raise UserError(f"run {run_dir} is live (its supervisor holds .lock): stop it first or use another name")
+    refuse_live_slurm_job(run_dir)
+    if slurm is not None and (slurm.nodes or 1) > 1:
+        from yolotui.runs.slurm import multi_node_command
+
+        argv = multi_node_command(argv, (extra.get("distributed") or {}).get("nproc_per_node")
+                                  if isinstance(extra.get("distributed"), dict) else None)
 
     config: dict[str, Any] = {
         "name": name,
@@ -144,15 +227,14 @@ def launch(
         "created": time.time(),
         **extra,
     }
+    if slurm is not None:
+        return submit_to_slurm(run_dir, config, slurm)
     if queue:
         config["queue"] = dict(queue)
     start_argv, logout_record = session_guard(supervisor_argv(run_dir), run_dir, name)
     config["logout"] = logout_record  # how the supervisor survives logout, for the launch output and doctor
     write_run_config(run_dir, config)
-    try:
-        (run_dir / STOP_REQUEST).unlink()  # a stale request from an earlier life of this folder
-    except FileNotFoundError:
-        pass
+    _clear_requests(run_dir)
     status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
                        command=argv, backend=backend, device=device)
     if queue:

@@ -25,7 +25,7 @@ from yolotui.errors import UserError
 from yolotui.runs import index, policy
 from yolotui.runs.layout import INTERRUPTED
 from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config
-from yolotui.runs.status import effective_state, read_status
+from yolotui.runs.status import effective_state, read_status, slurm_job_of
 
 UNIT_NAME = "yolotui-resume.service"
 
@@ -41,11 +41,20 @@ class ResumeResult:
 
 
 def interrupted_runs() -> list[Path]:
-    """Run folders in the user's index whose status says live while no supervisor holds the lock."""
+    """Run folders in the user's index whose status says live while no supervisor holds the lock.
+
+    SLURM runs are left out: SLURM requeues what it preempts or loses with a node, and a SLURM run ended from
+    outside is resubmitted by `yolotui resume`, never restarted on this (login) machine at boot.
+    """
     found = []
     for entry in index.entries():
         run_dir = Path(entry.path)
-        if (run_dir / "status.json").exists() and effective_state(run_dir) == INTERRUPTED:
+        if not (run_dir / "status.json").exists():
+            continue
+        status = read_status(run_dir)
+        if slurm_job_of(status):
+            continue
+        if effective_state(run_dir, status) == INTERRUPTED:
             found.append(run_dir)
     return found
 

@@ -4,8 +4,9 @@ Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
 remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
-queue (what a queued run waits for, see yolotui.runs.queue) and notifications (how many were sent and failed,
-and the last error).
+queue (what a queued run waits for, see yolotui.runs.queue), slurm (job_id, restarts, nodes) for a run
+submitted to SLURM, whose liveness is its job's state, not the lock, and notifications (how many were sent
+and failed, and the last error).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class RunStatus:
     notifications: dict[str, Any] | None = None  # sent, failed, last_error (yolotui/runs/notify.py)
     # a queued run's wait (yolotui.runs.queue): spec, reason, since, waiting_on, gpus, claimed, started
     queue: dict[str, Any] | None = None
+    slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/runs/slurm.py)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:
@@ -78,9 +80,14 @@ def write_status(run_dir: Path, status: RunStatus) -> None:
     atomic_write_json(status_path(run_dir), status.to_dict())
 
 
-def state_of(run_dir: Path, recorded: str | None) -> str:
+def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None) -> str:
     """The one "interrupted" rule: a recorded live state (or none at all) whose lock is free is `interrupted`;
-    no status yet but the lock held is `queued`."""
+    no status yet but the lock held is `queued`. A SLURM run (`slurm_job`) takes its liveness from the job's
+    state instead of the lock (yolotui/runs/slurm.py), since the lock is held on another machine."""
+    if slurm_job:
+        from yolotui.runs import slurm
+
+        return slurm.derived_state(recorded, slurm_job)
     if recorded is None:
         return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
     if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
@@ -89,6 +96,15 @@ def state_of(run_dir: Path, recorded: str | None) -> str:
 
 
 def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
-    """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`."""
+    """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`.
+
+    A SLURM run's liveness is its job's state (yolotui/runs/slurm.py), not the lock.
+    """
     status = status if status is not None else read_status(run_dir)
-    return state_of(run_dir, status.state if status is not None else None)
+    return state_of(run_dir, status.state if status is not None else None, slurm_job_of(status))
+
+
+def slurm_job_of(status: RunStatus | dict | None) -> str | None:
+    """The SLURM job id recorded in a status (or a status.json mapping), or None for a local run."""
+    slurm = status.get("slurm") if isinstance(status, dict) else getattr(status, "slurm", None)
+    return str(slurm["job_id"]) if isinstance(slurm, dict) and slurm.get("job_id") else None

@@ -26,7 +26,7 @@ from yolotui.runs.layout import (
     STOPPED,
     WEIGHTS_DIR,
 )
-from yolotui.runs.status import state_of
+from yolotui.runs.status import slurm_job_of, state_of
 
 TAIL_BYTES = 64 * 1024
 
@@ -36,16 +36,17 @@ class RunSummary:
 
     Fields: name, path, state (derived: interrupted when the supervisor is gone), attempt, epoch (epochs
     finished), epochs (planned), best_map (best mAP50-95 so far), checkpoint_age (seconds since last.pt was
-    written), device, started, updated, failure_class, message.
+    written), device, started, updated, failure_class, message, slurm (a SLURM run: job_id, state, reason,
+    nodes, time_left; None for a local run).
     """
 
     __slots__ = ("name", "path", "state", "attempt", "epoch", "epochs", "best_map", "checkpoint_age", "device",
-                 "started", "updated", "failure_class", "message")
+                 "started", "updated", "failure_class", "message", "slurm")
 
     def __init__(self, name: str, path: str, state: str, attempt: int = 0, epoch: int | None = None,
                  epochs: int | None = None, best_map: float | None = None, checkpoint_age: float | None = None,
                  device: str | None = None, started: float | None = None, updated: float | None = None,
-                 failure_class: str | None = None, message: str | None = None) -> None:
+                 failure_class: str | None = None, message: str | None = None, slurm: dict | None = None) -> None:
         self.name = name
         self.path = path
         self.state = state
@@ -59,6 +60,7 @@ class RunSummary:
         self.updated = updated
         self.failure_class = failure_class
         self.message = message
+        self.slurm = slurm
 
     def to_dict(self) -> dict:
         """The JSON-ready form."""
@@ -163,9 +165,9 @@ def last_epochs(path: Path) -> tuple[int | None, bool]:
         return None, False
 
 
-def derived_state(run_dir: str | Path, recorded: str | None) -> str:
-    """The state to show (the one rule, yolotui.runs.status.state_of)."""
-    return state_of(Path(run_dir), recorded)
+def derived_state(run_dir: str | Path, recorded: str | None, slurm_job: str | None = None) -> str:
+    """The state to show (the one rule, yolotui.runs.status.state_of; a SLURM run's from its job)."""
+    return state_of(Path(run_dir), recorded, slurm_job)
 
 
 def _checkpoint_mtime(folder: str) -> float | None:
@@ -183,8 +185,13 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
     if not isinstance(status, dict):
         status = None
     recorded = str(status.get("state")) if status is not None and status.get("state") else None
+    job = slurm_job_of(status)
     summary = RunSummary(name=name or (status or {}).get("name") or os.path.basename(folder), path=folder,
-                         state=derived_state(folder, recorded))
+                         state=derived_state(folder, recorded, job))
+    if job:
+        from yolotui.runs import slurm
+
+        summary.slurm = slurm.describe(job)
     if status is not None:
         summary.attempt = status.get("attempt") or 0
         summary.device = status.get("device")

@@ -109,6 +109,7 @@ class Supervisor:
         self.watch: StallWatch | None = None  # the stall watchdog of the current attempt (issue 16)
         self.memory: MemoryWatch | None = None  # host memory of the current attempt, for host-oom
         self.best_seen = 0.0
+        self.watchdog = WatchdogSettings()
         self.watch_count = 0
 
     # -- signals and status ---------------------------------------------------------------------------------
@@ -226,10 +227,14 @@ class Supervisor:
         self.trainer_pgid = self.trainer.pid
         self.trainer_wait_status = None
 
+    def tick(self) -> None:
+        """Called on every poll while the trainer runs; subclasses act on their own requests here."""
+
     def wait_for_trainer(self) -> None:
         """Poll until the trainer exits, acting on stop requests as they come, watching for stalls."""
         next_watch = 0.0
         while self.trainer_wait_status is None:
+            self.tick()
             if self.stop_wanted() is not None:
                 self.advance_stop()
             self.reap()
@@ -390,8 +395,8 @@ class Supervisor:
         finally:
             sampler.close()
 
-    def run(self) -> int:
-        """Run attempts until the policy says stop; returns the supervisor's exit code."""
+    def begin(self) -> int:
+        """Read run.yaml and reset status.json for a new life of the run; returns the attempt limit."""
         self.config = read_run_config(self.run_dir)
         apply_logging(self.config.get("logging"))
         max_attempts, _, _ = policy.restart_settings(self.config)
@@ -414,7 +419,13 @@ class Supervisor:
         self.status.queue = None
         settings = load_user_settings()
         self.notifier.targets = notifications.targets_for(self.config, settings)
-        watchdog = WatchdogSettings.from_configs(self.config, settings)
+        self.watchdog = WatchdogSettings.from_configs(self.config, settings)
+        return max_attempts
+
+    def run(self) -> int:
+        """Run attempts until the policy says stop; returns the supervisor's exit code."""
+        max_attempts = self.begin()
+        watchdog = self.watchdog
         log(f"supervising {self.run_dir} (pid {self.pid}, up to {max_attempts} attempt(s))")
         if self.notifier.targets:
             log(f"notifications: {len(self.notifier.targets.urls)} URL(s)"
@@ -427,7 +438,7 @@ class Supervisor:
             self.status.message = None
 
         changes: dict[str, Any] = {}
-        attempt = 0
+        attempt = self.status.attempt  # 0 for a new life; a requeued SLURM job goes on counting
         while True:
             attempt += 1
             if self.stop_wanted() is not None:
@@ -572,32 +583,36 @@ def apply_logging(entry: dict[str, Any] | None) -> None:
         log(f"logging configuration from run.yaml not applied: {exc}", logging.WARNING)
 
 
-def acquire_lock(run_dir: Path) -> int | None:
-    """Take RUN/.lock, retrying briefly past readers' momentary shared probes; None if really held."""
-    for _ in range(LOCK_TRIES):
+def acquire_lock(run_dir: Path, wait_s: float = LOCK_TRIES * 0.05) -> int | None:
+    """Take RUN/.lock, retrying for `wait_s` past readers' momentary shared probes; None if really held."""
+    deadline = time.monotonic() + wait_s
+    while True:
         fd = lock.acquire(run_dir)
         if fd is not None:
             return fd
+        if time.monotonic() >= deadline:
+            return None
         time.sleep(0.05)
-    return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: supervise the run folder given as the only argument."""
+def main(argv: list[str] | None = None, supervisor_class: type[Supervisor] = Supervisor,
+         module: str = "yolotui.runs.supervisor", lock_wait_s: float = LOCK_TRIES * 0.05) -> int:
+    """Entry point: supervise the run folder given as the only argument (with `supervisor_class`); waits up to
+    `lock_wait_s` for RUN/.lock."""
     args = sys.argv[1:] if argv is None else argv
     apply_logging(None)
     if len(args) != 1:
-        print("usage: python -m yolotui.runs.supervisor RUN_DIR", file=sys.stderr)
+        print(f"usage: python -m {module} RUN_DIR", file=sys.stderr)
         return 2
     run_dir = Path(args[0]).resolve()
     if not run_dir.is_dir():
         print(f"supervisor: {run_dir} is not a folder", file=sys.stderr)
         return 2
-    fd = acquire_lock(run_dir)
+    fd = acquire_lock(run_dir, lock_wait_s)
     if fd is None:
         log(f"another supervisor holds {run_dir / '.lock'}; exiting")
         return 3
-    supervisor = Supervisor(run_dir)
+    supervisor = supervisor_class(run_dir)
     supervisor.install_signal_handlers()
     try:
         return supervisor.run()

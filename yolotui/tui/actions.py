@@ -132,11 +132,12 @@ def display_path(path: str | Path) -> str:
 
 def train_args(cfg: str, data: str, epochs: int, batch_size: int, imgsz: int, device: str, hyp: str = "",
                name: str = "", project: str = DEFAULT_PROJECT, workers: int | None = None,
-               after: str = "", when_free: str | None = None) -> list[str]:
+               after: str = "", when_free: str | None = None, slurm: list[str] | None = None) -> list[str]:
     """`yolotui train` arguments with the official flag names (defaults left out).
 
     `after` queues the run behind another (--after RUN); `when_free` ('' for idle GPUs, or '20G') queues it
-    until the GPUs are free (--when-free [MEM]); None starts it at once.
+    until the GPUs are free (--when-free [MEM]); None starts it at once. `slurm` (a list of sbatch options,
+    maybe empty) submits it as a SLURM job.
     """
     args = ["train", "--cfg", cfg, "--data", data, "--epochs", str(epochs), "--batch-size", str(batch_size),
             "--img", str(imgsz), "--device", device]
@@ -152,6 +153,8 @@ def train_args(cfg: str, data: str, epochs: int, batch_size: int, imgsz: int, de
         args += ["--after", after]
     if when_free is not None:
         args += ["--when-free", *([when_free] if when_free else [])]
+    if slurm is not None:
+        args += ["--slurm", *[f"--sbatch-arg={option}" for option in slurm]]
     return args
 
 

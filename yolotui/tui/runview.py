@@ -25,7 +25,7 @@ from yolotui.runs.layout import (
 )
 from yolotui.runs.logtext import LogCleaner
 from yolotui.runs.results import read_rows
-from yolotui.runs.status import RunStatus, effective_state, read_status
+from yolotui.runs.status import RunStatus, effective_state, read_status, slurm_job_of
 from yolotui.tui.sources import CheckpointFacts, diagnose
 
 LOG_TAIL_BYTES = 32 * 1024
@@ -70,6 +70,7 @@ class RunView:
     last_problem: str | None = None  # the latest warning/error event, one line
     done: bool = False
     problems: list[str] = field(default_factory=list)  # files that could not be read
+    slurm: dict | None = None  # a SLURM run: job_id, state, reason, nodes, time_left (yolotui.runs.slurm)
 
     @property
     def attempt(self) -> int:
@@ -147,6 +148,11 @@ class RunReader:
             view.problems.append("status.json unreadable (the supervisor rewrites it)")
         view.status = status
         view.state = effective_state(self.run_dir, status)
+        job = slurm_job_of(status)
+        if job:
+            from yolotui.runs.slurm import describe
+
+            view.slurm = describe(job)  # squeue, bounded and cached (this runs in a worker thread)
         view.name = self.name or (status.name if status and status.name else self.run_dir.name)
         self._read_events(view)
         self._read_results(view)

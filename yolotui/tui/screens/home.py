@@ -349,8 +349,12 @@ def _cells(row: HomeRow, now: float, marked: bool = False) -> tuple:
         checkpoint = Text.assemble(f"{age} ", (verdict, STATE_STYLE[VERDICT_CLASS.get(verdict, "muted")]))
     state = summary.state if summary.attempt <= 1 else f"{summary.state} #{summary.attempt}"
     name = Text.assemble(("● ", "bold"), summary.name) if marked else summary.name
-    return (name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started),
-            summary.device or "--")
+    device = summary.device or "--"
+    if summary.slurm:  # a SLURM run: where and how long, or why it waits
+        from yolotui.runs.slurm import short_text
+
+        device = f"{summary.device + ' ' if summary.device else ''}{short_text(summary.slurm)}"
+    return (name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started), device)
 
 
 def _sort_key(row: HomeRow, column: str):

@@ -5,7 +5,10 @@ Two optional fields queue the run instead of starting it: `start after` (a run's
 
 The model is a shipped config (listed with parameters and GFLOPs from configs/models/summary.json) or a
 YAML path; the data.yaml is checked as it is typed (classes and image counts shown, or the reason it does
-not load); the device list comes from telemetry (GPUs with their free memory, and the CPU).
+not load); the device list comes from telemetry (GPUs with their free memory, and the CPU). Where the user's
+settings.yaml has a `slurm:` section (a cluster's login node), a "SLURM job" field offers to submit the run:
+blank runs it here, `yes` submits it with the settings' defaults, and sbatch options (`--time=4:00:00
+--gpus=2`) are added to them.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class NewRunWizard(WizardScreen):
         self.gpu_indices: list[int] | None = None
         self.device_touched = "device" in self.values
         self.data_facts: tuple[str, checks.DataFacts | None, str | None] | None = None
+        self.slurm_defaults = _slurm_defaults()  # None: no `slurm:` in settings.yaml, no SLURM field
 
     def compose_form(self) -> ComposeResult:
         values = self.values
@@ -70,6 +74,11 @@ class NewRunWizard(WizardScreen):
                                              id="after", compact=True), "after")
         yield field_row("when free", Input(values.get("when_free", ""), id="when-free", compact=True,
                                                 placeholder="now (or GPUs idle, or with 20G free)"), "when-free")
+        if self.slurm_defaults is not None:
+            hint = "settings.yaml: " + (", ".join(f"{k} {v}" for k, v in self.slurm_defaults.items()) or "no defaults")
+            yield field_row("SLURM job", Input(values.get("slurm", ""), id="slurm", compact=True,
+                                               placeholder="blank: here · yes · --time=4:00:00 --gpus=2"),
+                            "slurm", hint)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -181,6 +190,8 @@ class NewRunWizard(WizardScreen):
                 if self._when_free():
                     parse_memory(self._when_free())
                 gpu_indices(self._value("device") or checks.CPU)
+            elif widget_id == "slurm":
+                self.slurm_options()
         except UserError as exc:
             return str(exc)
         return None
@@ -196,8 +207,9 @@ class NewRunWizard(WizardScreen):
 
     def validate(self) -> dict[str, str]:
         errors: dict[str, str] = {}
-        for widget_id in ("model-path", "data", "epochs", "batch", "imgsz", "device", "hyp", "workers", "name",
-                          "after", "when-free"):
+        fields = ["model-path", "data", "epochs", "batch", "imgsz", "device", "hyp", "workers", "name", "after",
+                  "when-free"]
+        for widget_id in fields + (["slurm"] if self.slurm_defaults is not None else []):
             error = self.data_error() if widget_id == "data" else self.check_field(widget_id)
             if error:
                 errors[widget_id] = error
@@ -212,13 +224,42 @@ class NewRunWizard(WizardScreen):
                           hyp=self._value("hyp"), name=self._value("name"), project=self.project,
                           workers=self._value("workers") if self._value("workers") != DEFAULTS["workers"] else None,
                           after=self._value("after"),
-                          when_free=None if not self._value("when-free") else self._when_free())
+                          when_free=None if not self._value("when-free") else self._when_free(),
+                          slurm=self.slurm_options() if self.slurm_defaults is not None else None)
 
     def _when_free(self) -> str:
         """The --when-free value: '' for 'idle' (no process on the GPUs), else the amount typed."""
         value = self._value("when-free")
         return "" if value.lower() in ("idle", "yes", "free") else value
 
+    def slurm_options(self) -> list[str] | None:
+        """The SLURM field: None to run here, else the sbatch options to add (UserError when malformed)."""
+        import shlex
+
+        text = self._value("slurm")
+        if not text:
+            return None
+        if text.lower() in ("yes", "y", "slurm"):
+            return []
+        try:
+            options = shlex.split(text)
+        except ValueError as exc:
+            raise UserError(f"SLURM job: {exc}; give sbatch options, e.g. --time=4:00:00") from None
+        for option in options:
+            if not option.startswith("-"):
+                raise UserError(f"SLURM job: {option!r} is not an sbatch option; write them as --name=value")
+        return options
+
     def launched_run(self, result):
         found = super().launched_run(result)
         return found or (Path(self.project).expanduser() / self._value("name")).resolve()
+
+
+def _slurm_defaults() -> dict[str, Any] | None:
+    """settings.yaml's `slurm:` mapping, or None when it has none (or cannot be read)."""
+    from yolotui.runs.slurm import settings_defaults, settings_has_slurm
+
+    try:
+        return settings_defaults() if settings_has_slurm() else None
+    except UserError:
+        return None

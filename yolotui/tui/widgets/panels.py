@@ -104,7 +104,12 @@ class RunHeader(Panel):
                 elapsed = end - status.started
             text.append("  elapsed ", self.style_for("label"))
             text.append(format_duration(elapsed))
-        if view.state == "queued" and status is not None and status.message:
+        if view.slurm:
+            from yolotui.runs.slurm import short_text
+
+            text.append("  slurm ", self.style_for("label"))
+            text.append(short_text(view.slurm))
+        elif view.state == "queued" and status is not None and status.message:
             text.append("  " + status.message, self.style_for("info"))  # what the queued run waits for
         if view.problems:
             text.append("  ⚠ " + "; ".join(view.problems), self.style_for("warn"))

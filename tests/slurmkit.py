@@ -1,0 +1,61 @@
+"""A real one-node SLURM for the tests (issue 22): brought up by .ci/slurm-up, or found up.
+
+`bring_up()` (what a test module's session fixture calls) skips only where SLURM cannot be started here:
+not root, or the packages slurm-wlm/munge are missing. CI runs as root and installs
+them (.ci/run), so the tests run there; a failing bring-up with root and the packages is an error, not a skip.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SLURM_UP = REPO_ROOT / ".ci" / "slurm-up"
+PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scontrol")
+
+
+def bring_up() -> str:
+    """The name of the one SLURM node (this host), with munged, slurmctld and slurmd running."""
+    if os.geteuid() != 0:
+        pytest.skip("a local SLURM needs root to start (CI runs as root)")
+    missing = [p for p in PROGRAMS if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"SLURM packages missing ({', '.join(missing)}): apt-get install -y slurm-wlm munge")
+    done = subprocess.run([str(SLURM_UP)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f".ci/slurm-up failed:\n{done.stdout}\n{done.stderr}"
+    return subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str, every: float = 0.5) -> object:
+    """Poll `condition` until it returns something truthy; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(every)
+
+
+def squeue_state(job_id: str) -> tuple[str, str]:
+    """(state, reason) of a job straight from squeue, ('', '') once SLURM has forgotten it."""
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-j", str(job_id), "-o", "%T|%r"], capture_output=True,
+                         text=True, timeout=20).stdout.strip()
+    if "|" not in out:
+        return "", ""
+    state, reason = out.splitlines()[0].split("|", 1)
+    return state, reason
+
+
+def cancel_quietly(job_id: str | None) -> None:
+    """Leave no job of a failed test behind."""
+    if job_id:
+        subprocess.run(["scancel", str(job_id)], capture_output=True, timeout=20)
