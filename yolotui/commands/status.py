@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"exit       {describe_exit(status.exit_code, status.exit_signal)}")
         if status.message:
             lines.append(f"message    {status.message}")
+        lines += _remedy_lines(status)
     lines.append(f"epochs     {epoch_text(summary.epoch, summary.epochs)} done   best mAP50-95 "
                  + (f"{summary.best_map:.4f}" if summary.best_map is not None else "-")
                  + f"   checkpoint age {age(summary.checkpoint_age)}")
@@ -77,3 +78,21 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(table(("ATTEMPT", "STARTED", "EXIT", "CLASS", "NEXT"), rows))
     return 0
+
+
+def _remedy_lines(status) -> list[str]:
+    """The distributed-debug settings the remedies turned on, and how notifications fared (issues 16, 20)."""
+    from yolotui.runs.remedies import COMM_DEBUG_ENV
+
+    lines = []
+    env: dict = {}
+    for remedy in status.remedies or []:
+        env.update((remedy.get("changes") or {}).get("env") or {})
+    debug = [f"{name}={env[name]}" for name in COMM_DEBUG_ENV if name in env]
+    if debug:
+        lines.append(f"debug      {' '.join(debug)} (set after a comm failure, so the retry's log says why)")
+    counts = status.notifications or {}
+    if counts.get("sent") or counts.get("failed"):
+        failed = f", {counts['failed']} failed (last: {counts.get('last_error')})" if counts.get("failed") else ""
+        lines.append(f"notified   {counts.get('sent', 0)} sent{failed}")
+    return lines

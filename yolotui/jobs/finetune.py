@@ -14,6 +14,7 @@ from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.jobs.results import StartedRun
+from yolotui.jobs.runextras import RunExtras
 
 # Options taken from the source run's opt.yaml when not given.
 INHERITED = ("batch_size", "imgsz", "device", "workers", "optimizer", "seed", "cos_lr", "flat_cos_lr", "fixed_lr",
@@ -43,6 +44,7 @@ class FinetuneRequest:
     close_mosaic: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
     layout: dict[str, Any] = field(default_factory=dict)
+    extras: RunExtras = field(default_factory=RunExtras)
     slurm: Any | None = None  # yolotui.runs.slurm.SlurmOptions: run it as a SLURM job
 
 
@@ -105,6 +107,7 @@ def finetune(request: FinetuneRequest) -> StartedRun:
         raise UserError(f"--epochs {request.epochs}: must be at least 1")
     if request.lr_scale <= 0:
         raise UserError(f"--lr-scale {request.lr_scale}: must be above 0")
+    run_extra = request.extras.entries()  # a bad --log-config is refused before any folder is made
     source = resolve_source(request.source)
     prepared = prepare_run(finetune_options(request, source))
     hyp = dict(prepared.hyp)
@@ -114,4 +117,4 @@ def finetune(request: FinetuneRequest) -> StartedRun:
     note = (f"fine-tuning from {source.checkpoint} (lr0 {hyp['lr0']:.3g}, freeze {prepared.opt['freeze']}, "
             f"{prepared.opt['epochs']} epochs)")
     return launch_prepared(prepared, NewRunRequest(options={}, layout=request.layout, slurm=request.slurm),
-                           notes=[note])
+                           notes=[note], run_extra=run_extra)

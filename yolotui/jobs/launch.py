@@ -41,14 +41,18 @@ def restart_limit(max_restarts: int | None, max_attempts: int | None) -> int:
 def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any] | None = None,
                    max_attempts: int = DEFAULT_MAX_ATTEMPTS, dist_flags: dict[str, Any] | None = None,
                    backoff_s: float | None = None, backend: str = ENGINE,
-                   queue: dict[str, Any] | None = None, slurm: Any | None = None) -> list[str]:
+                   queue: dict[str, Any] | None = None, slurm: Any | None = None,
+                   run_extra: dict[str, Any] | None = None) -> list[str]:
     """Launch the trainer for `run_dir` under a detached supervisor; returns warnings about the layout.
 
     `overrides` (resume) holds the changed options; `dist_flags` the process-layout flags (nproc_per_node,
     nnodes, node_rank, rdzv_endpoint ...; see yolotui.runs.distributed). UserError on bad input, before
     anything detaches. `queue` (yolotui.jobs.queue.queue_spec) makes the run wait in state `queued` first;
     `slurm` (runs.slurm.SlurmOptions) submits the supervisor as a SLURM job instead of starting it here.
+    `run_extra`: RunExtras.entries() (notify, watchdog, logging); the run's earlier entries not given again
+    are kept (yolotui.jobs.runextras).
     """
+    from yolotui.jobs.runextras import carried_over
     from yolotui.runs.launcher import launch
 
     run_dir = Path(run_dir)
@@ -62,5 +66,6 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
     launch(run_dir, spec.command, name=run_dir.name, backend=chosen.name,
            device=str(opt.get("device") or ""), max_attempts=max_attempts, env=spec.env, cwd=spec.cwd,
            **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
-           extra={**spec.extra, "distributed": run_yaml_entry(plan, dist_flags)}, queue=queue, slurm=slurm)
+           extra={**spec.extra, "distributed": run_yaml_entry(plan, dist_flags),
+                  **carried_over(run_dir, run_extra or {})}, queue=queue, slurm=slurm)
     return [*warnings, *([note] if note else [])]

@@ -16,6 +16,7 @@ from yolotui.errors import UserError
 from yolotui.jobs.launch import DEFAULT_MAX_ATTEMPTS, start_training, write_run_files
 from yolotui.jobs.queue import QueueRequest, describe_spec, queue_spec, resolve_after
 from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.runextras import RunExtras
 
 
 @dataclass
@@ -26,7 +27,8 @@ class NewRunRequest:
     `layout`: process-layout flags (nproc_per_node, nnodes, node_rank, rdzv_endpoint, rdzv_id, master_addr,
     master_port); `max_attempts`: attempts in all (see jobs.launch.restart_limit); `backoff_s`: seconds
     before the first retry (None: the supervisor's default); `queue`: what to wait for before starting;
-    `slurm`: a yolotui.runs.slurm.SlurmOptions to submit the run as a SLURM job (None: run here).
+    `slurm`: a yolotui.runs.slurm.SlurmOptions to submit the run as a SLURM job (None: run here);
+    `extras`: notifications, stall timeout, logging.
     """
 
     options: dict[str, Any]
@@ -35,6 +37,7 @@ class NewRunRequest:
     backoff_s: float | None = None
     backend: str = ENGINE
     queue: QueueRequest | None = None
+    extras: RunExtras = field(default_factory=RunExtras)
     slurm: Any | None = None
 
 
@@ -91,14 +94,17 @@ def prepare_run(options: dict[str, Any]) -> PreparedRun:
 
 
 def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
-                    notes: list[str] | None = None) -> StartedRun:
-    """Start a prepared run; its folder is removed again (unless --exist-ok) when the launch is refused."""
+                    notes: list[str] | None = None, run_extra: dict[str, Any] | None = None) -> StartedRun:
+    """Start a prepared run; its folder is removed again (unless --exist-ok) when the launch is refused.
+
+    `run_extra`: the request's extras as run.yaml entries, checked before the folder was made."""
     request = request or NewRunRequest(options={})
     try:
         queue = queue_spec(request.queue, str(prepared.opt.get("device") or ""))
         warnings = start_training(prepared.run_dir, prepared.opt, max_attempts=request.max_attempts,
                                   dist_flags=request.layout, backoff_s=request.backoff_s, backend=request.backend,
-                                  queue=queue, slurm=request.slurm)
+                                  queue=queue, slurm=request.slurm,
+                                  run_extra=run_extra if run_extra is not None else request.extras.entries())
     except UserError:
         if not prepared.opt.get("exist_ok"):
             shutil.rmtree(prepared.run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run
@@ -114,4 +120,5 @@ def new_run(request: NewRunRequest) -> StartedRun:
     if request.backoff_s is not None and request.backoff_s < 0:
         raise UserError(f"--restart-backoff {request.backoff_s:g}: must be 0 or more seconds")
     resolve_after(request.queue)  # an unknown --after RUN is refused before the folder is made
-    return launch_prepared(prepare_run(request.options), request)
+    run_extra = request.extras.entries()  # a bad --log-config is refused before any folder is made
+    return launch_prepared(prepare_run(request.options), request, run_extra=run_extra)

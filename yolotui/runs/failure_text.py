@@ -7,9 +7,12 @@ train.log for them when an attempt ends without an event.
 
 from __future__ import annotations
 
-# Lower-case fragments. Out of memory: also when a DataLoader worker re-raises it ("Caught OutOfMemoryError").
+# Lower-case fragments. Out of memory: also when a DataLoader worker re-raises it ("Caught OutOfMemoryError"),
+# and cuDNN's ways of saying it has no memory for a workspace (as ultralytics 8.4.53 treats them): its internal
+# error and "unable to find an engine" are what a convolution reports when its workspace allocation failed.
 OOM_TEXT = ("cuda out of memory", "outofmemoryerror", "cublas_status_alloc_failed", "cudnn_status_alloc_failed",
-            "hip out of memory", "mps backend out of memory")
+            "cudnn_status_internal_error", "unable to find an engine", "hip out of memory",
+            "mps backend out of memory")
 COMM_TEXT = ("nccl error", "ncclerror", "ncclsystemerror", "ncclremoteerror", "ncclinternalerror",
              "processgroupnccl", "processgroupgloo", "gloo/transport", "connection reset by peer",
              "connectionreseterror", "collective operation timeout", "watchdog caught collective",

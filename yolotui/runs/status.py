@@ -6,8 +6,9 @@ resume), launching (a launcher wrote it; its supervisor is starting), updated, e
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
 remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
-queue (what a queued run waits for, see yolotui.runs.queue) and slurm (job_id, restarts, nodes) for a run
-submitted to SLURM, whose liveness is its job's state, not the lock.
+queue (what a queued run waits for, see yolotui.runs.queue), slurm (job_id, restarts, nodes) for a run
+submitted to SLURM, whose liveness is its job's state, not the lock, and notifications (how many were sent
+and failed, and the last error).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class RunStatus:
     remedies: list[dict[str, Any]] = field(default_factory=list)
     launching: bool = False  # written by a launcher before its supervisor starts (see state_of)
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
+    notifications: dict[str, Any] | None = None  # sent, failed, last_error (yolotui/runs/notify.py)
     # a queued run's wait (yolotui.runs.queue): spec, reason, since, waiting_on, gpus, claimed, started
     queue: dict[str, Any] | None = None
     slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/runs/slurm.py)

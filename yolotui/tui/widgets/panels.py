@@ -19,6 +19,7 @@ from yolotui.formatting import duration as format_duration
 from yolotui.formatting import size as format_size
 from yolotui.runs.layout import LIVE_STATES
 from yolotui.runs.status import elapsed_seconds
+from yolotui.telemetry.history import downsample
 from yolotui.tui.runview import RunView
 from yolotui.tui.widgets.sparkline import bar, sparkline
 
@@ -227,7 +228,28 @@ class GpuPanel(Panel):
             if index:
                 text.append("\n")
             self._gpu(text, gpu, [_gpu_at(s, gpu.index) for s in history], run_pids, width)
+        self._memory(text, getattr(latest, "host", None), width)  # the OOM killer is a top cause of silent deaths
         self.set_text(text)
+
+    def _memory(self, text: Text, host: Any, width: int) -> None:
+        """Host RAM and swap bars, each with the run's own share (issue 16)."""
+        bar_w = max(4, width - 20)
+        for label, used_key, total_key, own_key in (("ram ", "mem_used_mb", "mem_total_mb", "run_rss_mb"),
+                                                    ("swap", "swap_used_mb", "swap_total_mb", "run_swap_mb")):
+            used, total = getattr(host, used_key, None), getattr(host, total_key, None)
+            own = getattr(host, own_key, None) or 0.0
+            text.append(f"\n {label} ", self.style_for("label"))
+            if used is None or not total:
+                text.append("none" if label == "swap" and total == 0 else "N/A", self.style_for("muted"))
+                continue
+            own_cells = round(min(own, used) / total * bar_w)
+            used_cells = max(own_cells, round(used / total * bar_w))
+            text.append("▓" * own_cells, self.style_for("share"))
+            text.append("█" * (used_cells - own_cells), self.style_for("warn" if used / total >= 0.9 else "info"))
+            text.append("░" * (bar_w - used_cells), self.style_for("muted"))
+            text.append(f" {used / 1024:.1f}/{total / 1024:.0f}G")
+            if own:
+                text.append(f" run {own / 1024:.1f}G", self.style_for("share"))
 
     def _gpu(self, text: Text, gpu: Any, series: list[Any], run_pids: set[int], width: int) -> None:
         text.append(f"GPU{gpu.index} ", "bold")
@@ -238,7 +260,7 @@ class GpuPanel(Panel):
         spark_w = max(4, width - 16)
         text.append("\n temp ", self.style_for("label"))
         text.append(f"{temp:>4.0f}°C " if temp is not None else "  N/A  ", self.style_for(kind))
-        text.append(sparkline([_attr(r, "temperature_c") for r in series], spark_w, 20, 100),
+        text.append(sparkline(downsample([_attr(r, "temperature_c") for r in series], spark_w), spark_w, 20, 100),
                     self.style_for(kind))
         used, total = gpu.memory_used_mb, gpu.memory_total_mb
         own = sum(mb for pid, mb in (gpu.processes or []) if pid in run_pids and mb)
@@ -259,7 +281,7 @@ class GpuPanel(Panel):
         util = gpu.utilization_pct
         text.append("\n util ", self.style_for("label"))
         text.append(f"{util:>4.0f}%  " if util is not None else "  N/A  ")
-        text.append(sparkline([_attr(r, "utilization_pct") for r in series], spark_w, 0, 100),
+        text.append(sparkline(downsample([_attr(r, "utilization_pct") for r in series], spark_w), spark_w, 0, 100),
                     self.style_for("info"))
         power, limit = gpu.power_w, gpu.power_limit_w
         text.append("\n power ", self.style_for("label"))
@@ -286,16 +308,9 @@ class GpuPanel(Panel):
         spark_w = max(4, width - 12)
         text.append("\n cpu ", self.style_for("label"))
         text.append(f"{cpu:>4.0f}% " if cpu is not None else " N/A  ")
-        text.append(sparkline([getattr(getattr(s, "host", None), "cpu_pct", None) for s in history],
-                              spark_w, 0, 100), self.style_for("info"))
-        used, total = getattr(host, "mem_used_mb", None), getattr(host, "mem_total_mb", None)
-        text.append("\n ram ", self.style_for("label"))
-        if used is not None and total:
-            bar_w = max(4, width - 20)
-            text.append(bar(used / total, bar_w), self.style_for("info"))
-            text.append(f" {used / 1024:.1f}/{total / 1024:.0f}G")
-        else:
-            text.append("N/A", self.style_for("muted"))
+        text.append(sparkline(downsample([getattr(getattr(s, "host", None), "cpu_pct", None) for s in history],
+                                         spark_w), spark_w, 0, 100), self.style_for("info"))
+        self._memory(text, host, width)
 
 
 def _gpu_at(snapshot: Any, index: int) -> Any:
@@ -320,9 +335,18 @@ class LogTail(Panel):
     can_focus = True
     MAX_LINES = 500
 
+    LEVELS = (None, "INFO", "WARNING", "ERROR")  # `L` cycles: all lines, then at least INFO, WARNING, ERROR
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[str] = []
+        self.level: str | None = None
+
+    def cycle_level(self) -> str | None:
+        """Show only lines at the next level or above (yolotui.runs.logconfig.level_of_line); returns it."""
+        self.level = self.LEVELS[(self.LEVELS.index(self.level) + 1) % len(self.LEVELS)]
+        self._show()
+        return self.level
 
     @property
     def line_count(self) -> int:
@@ -341,7 +365,15 @@ class LogTail(Panel):
 
     def _show(self) -> None:
         rows = max(1, self.content_size.height or 8)
-        self.set_text(Text("\n".join(self.lines[-rows:]), no_wrap=True, overflow="ellipsis"))
+        lines = self.lines
+        if self.level is not None:
+            import logging
+
+            from yolotui.runs.logconfig import level_of_line
+
+            floor = logging.getLevelName(self.level)
+            lines = [line for line in lines if level_of_line(line) >= floor]
+        self.set_text(Text("\n".join(lines[-rows:]), no_wrap=True, overflow="ellipsis"))
 
     def on_resize(self) -> None:
         self._shown = None
