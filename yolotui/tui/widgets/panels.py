@@ -233,7 +233,6 @@ class GpuPanel(Panel):
 
     def _memory(self, text: Text, host: Any, width: int) -> None:
         """Host RAM and swap bars, each with the run's own share (issue 16)."""
-        bar_w = max(4, width - 20)
         for label, used_key, total_key, own_key in (("ram ", "mem_used_mb", "mem_total_mb", "run_rss_mb"),
                                                     ("swap", "swap_used_mb", "swap_total_mb", "run_swap_mb")):
             used, total = getattr(host, used_key, None), getattr(host, total_key, None)
@@ -242,14 +241,17 @@ class GpuPanel(Panel):
             if used is None or not total:
                 text.append("none" if label == "swap" and total == 0 else "N/A", self.style_for("muted"))
                 continue
+            amounts = f" {used / 1024:.1f}/{total / 1024:.0f}G"
+            share = f" run {own / 1024:.1f}G" if own else ""
+            bar_w = max(4, width - 6 - len(amounts) - len(share))  # the whole line fits the panel
             own_cells = round(min(own, used) / total * bar_w)
             used_cells = max(own_cells, round(used / total * bar_w))
             text.append("▓" * own_cells, self.style_for("share"))
             text.append("█" * (used_cells - own_cells), self.style_for("warn" if used / total >= 0.9 else "info"))
             text.append("░" * (bar_w - used_cells), self.style_for("muted"))
-            text.append(f" {used / 1024:.1f}/{total / 1024:.0f}G")
-            if own:
-                text.append(f" run {own / 1024:.1f}G", self.style_for("share"))
+            text.append(amounts)
+            if share:
+                text.append(share, self.style_for("share"))
 
     def _gpu(self, text: Text, gpu: Any, series: list[Any], run_pids: set[int], width: int) -> None:
         text.append(f"GPU{gpu.index} ", "bold")
