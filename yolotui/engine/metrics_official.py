@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from yolotui.engine.metrics import ClassResult, fitness
+from yolotui.engine.metrics import ClassResult, class_name, fitness
 
 _EPS = 1e-16
 
@@ -115,11 +115,7 @@ class OfficialDetectionMetrics:
 
     def class_name(self, index: int) -> str:
         """The name of class `index`, or its number as text when no name is known."""
-        if isinstance(self.names, dict):
-            return str(self.names.get(index, index))
-        if self.names is not None and 0 <= index < len(self.names):
-            return str(self.names[index])
-        return str(index)
+        return class_name(self.names, index)
 
     def update(self, detections, ground_truth) -> None:
         """Add one image: detections `[n, 6]` (xyxy, conf, cls), ground truth `[m, 5]` (cls, xyxy)."""
