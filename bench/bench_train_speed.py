@@ -46,10 +46,10 @@ def _rate(stamps: list[tuple[float, int]], skip: int) -> float:
 
 def yolotui_rate(data_yaml: Path, cfg: str, folder: Path, skip: int, batches: int, workers: int) -> float:
     """Images/s of the yolotui Trainer (full training step incl. data loading), stopped after the timed steps."""
-    from yolotui.commands._launch import write_run_files
     from yolotui.config import default_options, load_hyp, validate_options
     from yolotui.configs import resolve_hyp
     from yolotui.engine.trainer import Trainer
+    from yolotui.jobs.launch import write_run_files
 
     opt, _ = validate_options(default_options(cfg=cfg, data=str(data_yaml), imgsz=IMG, batch_size=BATCH, epochs=1,
                                               device="cpu", workers=workers, project=str(folder), name=cfg,

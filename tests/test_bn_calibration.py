@@ -100,8 +100,8 @@ def test_trainer_recalibrates_the_ema_model_before_each_validation(tmp_path, mon
     calls: list[tuple[int, int]] = []
     real_recalibrate, real_validation = bn_calibration.recalibrate_bn, validation.validation_metrics
 
-    def spy_recalibrate(model, batches, device="cpu"):
-        seen = real_recalibrate(model, batches, device)
+    def spy_recalibrate(model, batches, device="cpu", **kwargs):
+        seen = real_recalibrate(model, batches, device, **kwargs)
         calls.append((id(model), seen))
         return seen
 

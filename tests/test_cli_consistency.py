@@ -12,7 +12,7 @@ import pytest
 from runs_helpers import reap_runs, wait_for  # noqa: F401  (reap_runs is an autouse fixture)
 
 from yolotui.cli import COMMANDS, build_parser
-from yolotui.runs import index
+from yolotui.runs import index, lock
 from yolotui.runs.status import effective_state
 
 
@@ -86,7 +86,8 @@ def test_rm_refuses_a_live_run_and_files_deletes_the_folder(tmp_path, monkeypatc
         remove(RemoveRequest([str(live.run_dir)], files=True))
     assert live.run_dir.is_dir() and any(e.path == str(live.run_dir) for e in index.entries())
     done = exec_run(ExecRequest(["true"], name="done", project=str(tmp_path / "runs")))
-    wait_for(lambda: effective_state(done.run_dir) == "finished", timeout=20)
+    # the supervisor writes `finished` a moment before it releases the lock: wait for both
+    wait_for(lambda: effective_state(done.run_dir) == "finished" and not lock.is_held(done.run_dir), timeout=20)
     result = remove(RemoveRequest([str(done.run_dir)], files=True))
     assert result.deleted == [done.run_dir] and not done.run_dir.exists()
     assert all(e.path != str(done.run_dir) for e in index.entries())

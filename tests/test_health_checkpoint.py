@@ -43,7 +43,7 @@ def test_mid_epoch_checkpoint_reports_the_batch(tmp_path):
     save_yolotui(path, epoch=2, epochs=5, step=7)
     verdict = diagnose_checkpoint(path)
     assert verdict.verdict == "resumable" and verdict.step == 7
-    assert any("batch 7" in reason for reason in verdict.reasons)
+    assert any("2/5 epochs done + 7 batches of epoch 3" in reason for reason in verdict.reasons)
 
 
 def test_all_epochs_done_is_finished(tmp_path):

@@ -142,7 +142,7 @@ def test_nan_halves_the_learning_rate_scale(tmp_path):
     (weights / "last.pt.json").write_text('{"epoch": 1, "step": 0, "epochs": 3}')
     decision = decide(record(run_dir=str(tmp_path)), ENGINE, [start(lr_scale=0.5), error("nan")])
     assert decision.retry and decision.changes == {"args": {"--lr-scale": 0.25}}
-    assert "epoch 1, batch 0" in decision.remedy and "finite" in decision.remedy
+    assert "(1/3 epochs done)" in decision.remedy and "finite" in decision.remedy
 
 
 def test_data_is_never_retried_and_crash_stops_at_the_limit():

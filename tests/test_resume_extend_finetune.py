@@ -73,3 +73,22 @@ def test_finetune_to_other_class_count_keeps_backbone(tmp_path):
         assert torch.equal(tuned["model"][key], src["ema"][key]), key
     head = [k for k in tuned["model"] if k.startswith("model.5.cv2") and k.endswith("weight")]
     assert any(not torch.equal(tuned["model"][k], src["ema"][k]) for k in head)  # the head did train
+
+
+def test_frozen_layers_stay_bit_identical_weights_batchnorm_and_ema(tmp_path):
+    """Issue 16: `--freeze` keeps the frozen layers' weights AND BatchNorm statistics, in the model and its EMA."""
+    data = make_data(tmp_path / "data", n_train=4, n_val=2, img=64)
+    source = make_run(tmp_path, "src", data=data, epochs=1, batch_size=4)
+    _train(source)
+    run_dir = make_run(tmp_path, "ft", data=data, cfg="", weights=str(source / "weights" / "last.pt"),
+                       epochs=2, batch_size=2, freeze=["2"], hyp={"warmup_epochs": 0.0})
+    trainer = _train(run_dir)
+    assert trainer.frozen > 0 and trainer.freeze_prefixes == ("model.0.", "model.1.")
+    src, tuned = load(source / "weights" / "last.pt"), load(run_dir / "weights" / "last.pt")
+    frozen = [k for k in tuned["model"] if k.startswith(("model.0.", "model.1."))]
+    assert any("running_var" in k for k in frozen) and any("num_batches_tracked" in k for k in frozen)
+    for part in ("model", "ema"):
+        for key in frozen:
+            assert torch.equal(tuned[part][key], src["ema"][key]), f"{part}.{key} changed"
+    free_stats = [k for k in tuned["model"] if k.startswith("model.2.") and "running_mean" in k]
+    assert any(not torch.equal(tuned["model"][k], src["ema"][k]) for k in free_stats)  # the rest did train

@@ -75,7 +75,7 @@ async def test_running_run_follows_appended_events_results_and_log(runs):
         screen = await open_dashboard(pilot, app)
         header = text_of(screen, "#run-header")
         assert "running" in header and "attempt 2/3" in header and "elapsed 10:00" in header
-        assert "  3/20" in text_of(screen, "#progress")
+        assert "overall 3/20" in text_of(screen, "#progress")  # epochs done (yolotui.formatting's numbering)
         assert "10/20" in text_of(screen, "#progress")  # batch 9 (0-based) of 20 done
         restarts = text_of(screen, "#restarts")
         assert "#1 oom" in restarts and "batch 16 -> 8" in restarts
@@ -89,7 +89,7 @@ async def test_running_run_follows_appended_events_results_and_log(runs):
             appender.stop()
         assert await wait_until(pilot, lambda: len(screen.view.points) == 3 + len(appender.written_epochs))
         finished = len(screen.view.points)
-        assert await wait_until(pilot, lambda: f"{finished:>3}/20" in text_of(screen, "#progress"))
+        assert await wait_until(pilot, lambda: f"overall {finished}/20" in text_of(screen, "#progress"))
         assert len(screen.query_one("#loss-chart", BrailleChart).series[0].values) == finished
         log = screen.query_one("#log")
         assert await wait_until(pilot, lambda: any(f"epoch {finished - 1} done" in line for line in log.lines))
@@ -187,3 +187,44 @@ async def test_help_screen_and_log_fullscreen(runs):
         assert "quitting this screen never stops" in str(app.screen.query_one("#help-text").render())
         await pilot.press("escape")
         assert await wait_until(pilot, lambda: app.screen is screen)
+
+
+async def test_gpu_panel_always_shows_host_ram_and_swap_with_the_runs_share(runs):
+    app = make_app(runs["finished"].path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        gpu = text_of(screen, "#gpu")
+        assert "GPU0" in gpu and "ram " in gpu and "7.8/31G run 3.0G" in gpu
+        assert "swap" in gpu and "0.5/8G" in gpu
+        assert screen.gpu_history.maxlen == 60  # no sampling interval in tests: the floor; 600 at 1 s
+
+
+async def test_capital_l_cycles_the_log_panes_level(runs):
+    from yolotui.runs.layout import TRAIN_LOG
+
+    run = runs["finished"].path
+    with open(run / TRAIN_LOG, "a") as log:
+        log.write("DEBUG: checkpoint last.pt: epoch 2 batch 0\nWARNING: BatchNorm recalibration skipped\n"
+                  "RuntimeError: boom\n")
+    app = make_app(run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_dashboard(pilot, app)
+        log = screen.query_one("#log")
+        assert await wait_until(pilot, lambda: "RuntimeError: boom" in rendered(log))
+        assert "DEBUG: checkpoint" in rendered(log)
+        await pilot.press("L")
+        assert log.border_title == "train.log ≥ INFO" and "DEBUG: checkpoint" not in rendered(log)
+        await pilot.press("L")
+        shown = rendered(log)
+        assert log.border_title == "train.log ≥ WARNING" and "WARNING: BatchNorm" in shown
+        assert "RuntimeError: boom" in shown and "epoch" not in shown.replace("=====", "")
+        await pilot.press("L", "L")
+        assert log.border_title == "train.log" and "DEBUG: checkpoint" in rendered(log)
+
+
+def test_ten_minutes_of_history_fit_the_sparkline():
+    from yolotui.telemetry.history import downsample, samples_for
+
+    assert samples_for(600, 1.0) == 600 and samples_for(600, 2.5) == 240 and samples_for(600, None) == 60
+    assert downsample([1, 5, 2, None, None, None, 3, 4], 4) == [5, 2, None, 4]
+    assert downsample([1, 2], 4) == [1, 2]

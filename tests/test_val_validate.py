@@ -96,7 +96,8 @@ def test_perfect_predictions_score_one_and_the_model_mode_is_restored():
     batch_b, decoded_b = make_batch(ORIGINALS_B, seed=1)
     model = ReplayModel([decoded_a, decoded_b]).train()
     done = []
-    result = validate(model, [batch_a, batch_b], "cpu", NC, ["cat", "dog"], progress=lambda i, n: done.append(i))
+    result = validate(model, [batch_a, batch_b], "cpu", NC, ["cat", "dog"], progress=lambda i, n: done.append(i),
+                      coco_metrics=True)
     assert isinstance(result, ValResult)
     assert result.map50 == pytest.approx(1.0) and result.map == pytest.approx(1.0, abs=1e-3)
     assert result.precision == pytest.approx(1.0) and result.recall == pytest.approx(1.0)
@@ -108,6 +109,9 @@ def test_perfect_predictions_score_one_and_the_model_mode_is_restored():
     assert {row["name"] for row in result.per_class} == {"cat", "dog"}
     assert result.metrics() == {"P": result.precision, "R": result.recall, "mAP50": result.map50,
                                 "mAP50-95": result.map}
+    # the official maths (the default) integrates to the sentinel at recall 1, so perfect scores 0.995
+    official = validate(ReplayModel([decoded_a, decoded_b]), [batch_a, batch_b], "cpu", NC, ["cat", "dog"])
+    assert official.map50 == pytest.approx(0.995) and official.recall == pytest.approx(1.0)
 
 
 def test_losses_are_averaged_when_a_loss_function_is_given():
@@ -144,7 +148,8 @@ def test_coco_json_is_in_original_pixels_and_agrees_with_pycocotools(tmp_path):
         batch, dec = make_batch(originals, noise=0.08, seed=seed, extra_false_positive=seed % 2 == 0)
         batches.append(batch)
         decoded.append(dec)
-    result = validate(ReplayModel(decoded), batches, "cpu", NC, ["cat", "dog"], save_json_dir=tmp_path / "val")
+    result = validate(ReplayModel(decoded), batches, "cpu", NC, ["cat", "dog"], save_json_dir=tmp_path / "val",
+                      coco_metrics=True)
     assert result.predictions_json == tmp_path / "val" / "predictions.json"
     assert result.ground_truth_json == tmp_path / "val" / "ground-truth.json"
 

@@ -75,7 +75,7 @@ async def test_diagnosis_is_shown_then_resume_as_is(run_dir):
     async with app.run_test(size=(80, 24)) as pilot:
         wizard = await ready(pilot)
         text = rendered(wizard.query_one("#diagnosis", Static))
-        for words in ("RESUMABLE (epoch 3/10, batch 5", "failure  killed: killed by SIGKILL",
+        for words in ("RESUMABLE (3/10 epochs done + 5 batches of epoch 4", "failure  killed: killed by SIGKILL",
                       "drift    hyp.yaml lr0: 0.01 → 0.02", "env      torch 2.14.1", "advice   resume from last.pt"):
             assert words in text, words
         assert keys(wizard) == [RESUME, SMALLER, FINETUNE]

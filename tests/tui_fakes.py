@@ -26,6 +26,10 @@ class FakeHost:
     cpu_pct: float | None = 12.0
     mem_used_mb: float | None = 8000.0
     mem_total_mb: float | None = 32000.0
+    swap_used_mb: float | None = 512.0
+    swap_total_mb: float | None = 8192.0
+    run_rss_mb: float | None = 3072.0
+    run_swap_mb: float | None = 0.0
 
 
 @dataclass
@@ -45,7 +49,7 @@ class FakeSampler:
         self.temperature = temperature
         self.calls = 0
 
-    def sample(self) -> FakeSnapshot:
+    def sample(self, own_pids=None) -> FakeSnapshot:
         self.calls += 1
         if not self.gpu:
             return FakeSnapshot(1.0, False, "no NVIDIA GPU", [], FakeHost())

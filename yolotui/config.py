@@ -241,12 +241,15 @@ def parse_freeze(value: Any) -> list[int] | str:
     return numbers
 
 
-def validate_options(opt: dict[str, Any], check_device: bool = True) -> tuple[dict[str, Any], list[str]]:
+def validate_options(opt: dict[str, Any], check_device: bool = True,
+                     notes: list[str] | None = None) -> tuple[dict[str, Any], list[str]]:
     """Check and normalise training options before launch; returns (options, warnings) or raises UserError.
 
-    Paths are resolved (shipped configs by name, saying so in a warning), the image size rounded up to a
-    multiple of 32, the device checked against the GPUs present.
+    Paths are resolved (a shipped config named by the user is a choice, not a problem: it is said in `notes`
+    when a list is given, never in the warnings), the image size rounded up to a multiple of 32, the device
+    checked against the GPUs present.
     """
+    notes = notes if notes is not None else []
     opt = {**copy.deepcopy(TRAIN_DEFAULTS), **opt}
     warnings: list[str] = []
     for key in ("epochs", "batch_size"):
@@ -278,7 +281,7 @@ def validate_options(opt: dict[str, Any], check_device: bool = True) -> tuple[di
     if opt["cfg"]:
         cfg = resolve_cfg(opt["cfg"])
         if not Path(str(opt["cfg"])).expanduser().is_file():
-            warnings.append(f"--cfg {opt['cfg']}: using the shipped {cfg.name}")
+            notes.append(f"model {opt['cfg']}: the shipped {cfg.name}")
         opt["cfg"] = str(cfg.resolve())
     elif not opt["weights"]:
         raise UserError("give --cfg (a model YAML such as yolov9-s.yaml) or --weights (a checkpoint)")
@@ -286,7 +289,7 @@ def validate_options(opt: dict[str, Any], check_device: bool = True) -> tuple[di
 
     hyp_path = resolve_hyp(opt["hyp"])
     if opt["hyp"] and opt["hyp"] != TRAIN_DEFAULTS["hyp"] and not Path(str(opt["hyp"])).expanduser().is_file():
-        warnings.append(f"--hyp {opt['hyp']}: using the shipped {hyp_path.name}")
+        notes.append(f"hyperparameters {opt['hyp']}: the shipped {hyp_path.name}")
     load_hyp(hyp_path)
     opt["hyp"] = str(hyp_path.resolve())
     if check_device:

@@ -4,7 +4,14 @@ One convention everywhere (CLI tables, TUI panels, doctor reports):
 - ages are compact and truncated: `42s`, `5m`, `3h` (up to 47h), then `2d`;
 - sizes are 1024-based with IEC units: `719 B`, `3.4 KiB`, `101.2 MiB`, `1.3 GiB`;
 - durations are clock-like: `4:05`, `1:02:03`, and `2d03h` from two days on;
-- epochs are `done/planned`: `3/100`, `3/?`.
+- epochs: ONE numbering everywhere (ls, status, doctor, val, the dashboard, the wizards, plain-text follow).
+  `k/N` always means *k epochs done* of N planned, never the index of the epoch in progress: `epochs(5, 50)` is
+  `5/50`, `epochs_done(5, 50)` is `5/50 epochs done`, and a checkpoint saved mid-epoch adds the batches done in
+  the next epoch, `5/50 epochs done + 12 batches of epoch 6`. The epoch being trained is named by its ordinal
+  with words, never a slash: `epoch_in_progress(5, 50)` is `epoch 6 of 50` (5 done, the 6th running).
+  So the dashboard (`epoch 6 of 50` running, overall `5/50`), the resume wizard (`resume as is (5/50 epochs
+  done)`) and doctor (`resumes after 5/50 epochs done`) agree about the same run;
+- speeds: `speed(0.42)` is `0.4 img/s` (one decimal under 10), `speed(42.4)` is `42 img/s`.
 Every function takes the text to show for an unknown value (`--` by default; the CLI tables use `-`).
 """
 
@@ -57,6 +64,37 @@ def epochs(done: int | None, planned: int | None, unknown: str = UNKNOWN) -> str
     if done is None and planned is None:
         return unknown
     return f"{done if done is not None else 0}/{planned if planned is not None else '?'}"
+
+
+def epochs_done(done: int | None, planned: int | None, step: int | None = None,
+                unknown: str = UNKNOWN) -> str:
+    """'5/50 epochs done' ('5 epochs done' with no plan); with a mid-epoch `step`, '5/50 epochs done + 12 batches
+    of epoch 6' (see the module docstring)."""
+    if done is None and planned is None:
+        return unknown
+    text = f"{epochs(done, planned)} epochs done" if planned is not None else f"{plural(done or 0, 'epoch')} done"
+    if step:
+        text += f" + {step} batch{'es' if step != 1 else ''} of epoch {(done or 0) + 1}"
+    return text
+
+
+def epoch_in_progress(done: int | None, planned: int | None, unknown: str = UNKNOWN) -> str:
+    """The epoch being trained, by ordinal: 'epoch 6 of 50' when 5 are done; 'epoch 6' with no plan."""
+    if done is None:
+        return unknown
+    return f"epoch {done + 1}" + (f" of {planned}" if planned is not None else "")
+
+
+def speed(per_second: float | None, unit: str = "img/s", unknown: str = UNKNOWN) -> str:
+    """A rate: one decimal under 10 ('0.4 img/s', '7.5 img/s'), whole numbers from 10 ('1,234 img/s')."""
+    if per_second is None or per_second != per_second or per_second < 0:
+        return unknown
+    return f"{per_second:.1f} {unit}" if per_second < 10 else f"{per_second:,.0f} {unit}"
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """'1 run', '2 runs', '0 runs' (`many` for irregular plurals)."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
 def when(ts: float | None, unknown: str = UNKNOWN) -> str:

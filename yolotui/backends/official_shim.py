@@ -38,6 +38,7 @@ import traceback
 
 COMPLETED_RE = re.compile(r"(\d+) epochs completed in ([\d.]+) hours")
 BATCH_EVENT_INTERVAL_S = 0.5
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # run files are never written through a symlink (as yolotui.runs.nofollow)
 OFFICIAL_MODULE_ROOTS = ("models", "utils")
 SHIM_PREFIX = "yolotui shim:"
 
@@ -60,7 +61,7 @@ class Events:
         event = {"ts": round(time.time(), 3), "type": type_, "attempt": self.attempt}
         event.update(fields)
         line = json.dumps(event, default=_plain, separators=(",", ":")) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)  # never via a link
         try:
             os.write(fd, line.encode("utf-8"))
         finally:
@@ -95,7 +96,12 @@ def _float(value):
 
 def _atomic_write(path, text):
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as handle:
+    try:
+        os.unlink(tmp)  # a leftover (or a planted link) of an earlier process with this pid
+    except OSError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w") as handle:
         handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
@@ -463,10 +469,15 @@ def watch_logger(reporter):
 # ---------------------------------------------------------------------------------------- failure classes
 
 def classify(exc, text):
-    """oom, comm, data, nan or crash, from the exception and its traceback text."""
+    """oom, comm, data, nan, disk or crash, from the exception and its traceback text."""
     name = type(exc).__name__
-    if "out of memory" in text.lower() or name == "OutOfMemoryError":
-        return "oom"
+    lowered = text.lower()
+    host = any(word in lowered for word in ("defaultcpuallocator", "alloc_cpu", "cannot allocate memory"))
+    device = any(word in lowered for word in ("cuda", "cudnn", "cublas", "gpu", "hip", "mps"))
+    if not host and ("out of memory" in lowered or (name == "OutOfMemoryError" and device)):
+        return "oom"  # accelerator memory only: a host (CPU) allocation failure is a crash, as yolotui classes it
+    if "no space left on device" in lowered or "disk quota exceeded" in lowered:
+        return "disk"
     if name in ("ConnectionResetError", "DistBackendError", "DistNetworkError") or "NCCL" in text:
         return "comm"
     last = text.strip().splitlines()[-1] if text.strip() else ""

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from yolotui import formatting
 from yolotui.runs import layout
 from yolotui.runs.events import EventFollower
 from yolotui.runs.status import effective_state
@@ -33,18 +34,21 @@ def describe(event: dict[str, Any]) -> str | None:
         batch, batches = int(event.get("batch", 0)), int(event.get("batches", 0))
         losses = event.get("losses") or {}
         loss_text = " ".join(f"{k} {float(v):.3f}" for k, v in losses.items())
-        return (f"epoch {epoch + 1}/{epochs} {bar(batch, batches)} {batch}/{batches}  {loss_text}  "
-                f"{float(event.get('imgs_per_s') or 0):.1f} img/s")
+        return (f"{formatting.epoch_in_progress(epoch, epochs or None)} {bar(batch, batches)} {batch}/{batches}  "
+                f"{loss_text}  {formatting.speed(float(event.get('imgs_per_s') or 0))}")
     if kind == "epoch":
         m = event.get("metrics") or {}
-        return (f"epoch {int(event.get('epoch', 0)) + 1}/{event.get('epochs')} done: P {m.get('P', 0):.3f} "
+        done = int(event.get("epoch", 0)) + 1
+        return (f"{formatting.epochs_done(done, event.get('epochs'))}: P {m.get('P', 0):.3f} "
                 f"R {m.get('R', 0):.3f} mAP50 {m.get('mAP50', 0):.3f} mAP50-95 {m.get('mAP50-95', 0):.3f} "
                 f"({float(event.get('seconds') or 0):.1f}s)")
     if kind == "checkpoint":
-        return f"checkpoint {Path(str(event.get('path'))).name}: epoch {event.get('epoch')} step {event.get('step')}"
+        return (f"checkpoint {Path(str(event.get('path'))).name}: "
+                f"{formatting.epochs_done(event.get('epoch'), event.get('epochs'), event.get('step'))}")
     if kind == "start":
         resumed = event.get("resumed_from")
-        where = f" (resumed at epoch {resumed['epoch']}, batch {resumed['step']})" if resumed else ""
+        where = (f" (resumed after {formatting.epochs_done(resumed['epoch'], None, resumed['step'])})"
+                 if resumed else "")
         line = f"training started on {', '.join(event.get('devices') or ['?'])}{where}"
         transfer = event.get("transfer")
         if transfer:

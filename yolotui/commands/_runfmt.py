@@ -17,8 +17,13 @@ def when(ts: float | None) -> str:
     return formatting.when(ts, unknown="-")
 
 
+def duration(seconds: float | None) -> str:
+    """'4:05', '1:02:03' (yolotui.formatting); '-' when unknown."""
+    return formatting.duration(seconds, unknown="-")
+
+
 def epoch_text(epoch: int | None, epochs: int | None) -> str:
-    """'3/100', '3/?', '-'."""
+    """'3/100' = 3 epochs done of 100 (yolotui.formatting's one epoch numbering), '3/?', '-'."""
     return formatting.epochs(epoch, epochs, unknown="-")
 
 

@@ -3,7 +3,7 @@
 The run trains a small model (gelan-t by default, 160 px, 50 epochs, the short-run recipe hyp.demo.yaml) on
 coloured shapes generated locally, so it needs no download and finishes in minutes on a laptop CPU. It opens
 the dashboard, or (with --no-tui) follows in plain text; --detach or --json return at once. Quitting either
-never stops the run.
+never stops the run. Run again while a demo trains, it opens that demo (and says so) instead of a second one.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def demo_data(folder: Path, out=sys.stdout) -> Path:
 def run(args: argparse.Namespace) -> int:
     """Data, launch, then dashboard or plain-text follow."""
     from yolotui.commands._options import report_started
-    from yolotui.jobs.new_run import NewRunRequest, new_run
+    from yolotui.jobs.demo import OPENED, start_demo
     from yolotui.runs import index
 
     out = sys.stderr if args.json else sys.stdout
@@ -60,10 +60,11 @@ def run(args: argparse.Namespace) -> int:
              "imgsz": args.imgsz, "device": args.device, "workers": args.workers, "project": args.project,
              "name": args.name, "hyp": args.hyp, "close_mosaic": max(1, args.epochs // 5), "patience": 0,
              "save_period_min": 2.0}
-    result = new_run(NewRunRequest(given))
+    result = start_demo(given)
     report_started(result, args.json)
     run_dir = result.run_dir
-    print(f"started demo run {run_dir.name}: {run_dir}", file=out)
+    if result.verb != OPENED:
+        print(f"started demo run {run_dir.name}: {run_dir}", file=out)
     if args.detach or args.json:
         print(f"follow it with: yolotui attach {shlex.quote(str(run_dir))}", file=out)
         return 0

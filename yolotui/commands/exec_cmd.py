@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-signal", action="store_true",
                         help="the command writes a checkpoint on SIGUSR1 (enables `yolotui save`)")
     add_json(parser)
+    from yolotui.commands._runflags import add_run_flags
+
+    add_run_flags(parser)
     from yolotui.commands._slurm import add_slurm_flags
 
     add_slurm_flags(parser)
@@ -36,12 +39,14 @@ def run(args: argparse.Namespace) -> int:
     """Create the run folder and start the supervised command."""
     import json
 
+    from yolotui.commands._runflags import extras_from
     from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.exec_run import ExecRequest, exec_run
 
     result = exec_run(ExecRequest(list(args.cmd_argv), name=args.name, project=args.project,
                                   exist_ok=args.exist_ok, max_restarts=args.max_restarts,
-                                  save_signal=args.save_signal, slurm=slurm_options(args)))
+                                  save_signal=args.save_signal, extras=extras_from(args),
+                                  slurm=slurm_options(args)))
     run_dir = result.run_dir
     for line in [f"warning: {w}" for w in result.warnings] + list(result.notes):
         print(line, file=sys.stderr)

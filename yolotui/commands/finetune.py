@@ -40,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--python", default=None, help="official backend: the trainer's interpreter")
     add_json(parser)
     add_distributed_flags(parser)
+    from yolotui.commands._runflags import add_run_flags
+
+    add_run_flags(parser)
     from yolotui.commands._slurm import add_slurm_flags
 
     add_slurm_flags(parser)
@@ -49,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the new run's options from the source run, then launch it like `yolotui train`."""
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
+    from yolotui.commands._runflags import extras_from
     from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.finetune import INHERITED, FinetuneRequest, finetune
 
@@ -64,5 +68,6 @@ def run(args: argparse.Namespace) -> int:
                                       freeze=args.freeze, name=args.name, project=args.project,
                                       close_mosaic=args.close_mosaic,
                                       options={k: v for k, v in options.items() if v is not None},
-                                      layout=given_layout(args), slurm=slurm_options(args)))
+                                      layout=given_layout(args), extras=extras_from(args),
+                                      slurm=slurm_options(args)))
     return after_launch(result, args.attach, args.json)

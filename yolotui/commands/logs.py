@@ -1,4 +1,6 @@
-"""`yolotui logs RUN [--follow] [--tail N] [--raw]`: print a run's train.log; with --follow, until it ends.
+"""`yolotui logs RUN [--follow] [--tail N] [--raw] [--level L]`: print a run's train.log; with --follow, until it
+ends. With --level, only lines at that level or above (yolotui.runs.logconfig.level_of_line: the `LEVEL: `
+prefix of yolotui's own records, else what the text shows; attempt markers always).
 
 Progress-bar lines show their final state and repeated tracebacks are collapsed (yolotui/runs/logtext.py), as
 in the dashboard's log pane; --raw prints the bytes as they are.
@@ -16,6 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-n", "--tail", type=int, default=None, metavar="N", help="start with the last N lines")
     parser.add_argument("--raw", action="store_true",
                         help="print the file as it is (every progress-bar redraw, every repeated traceback)")
+    parser.add_argument("--level", default=None, type=str.upper, choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+                        help="only lines at this level or above")
     parser.add_argument("--interval", type=float, default=0.25, help=argparse.SUPPRESS)
 
 
@@ -75,9 +79,17 @@ def run(args: argparse.Namespace) -> int:
             shown = cleaner.feed(lines[:-1] if lines and lines[-1] == "" else lines)
             if final:
                 shown += cleaner.flush()
+            shown = _at_level(shown, args.level)
             if shown:
                 out.write(("\n".join(shown) + "\n").encode("utf-8"))
                 out.flush()
+            offset += end
+            return
+        if data and args.level:  # --raw --level: whole lines, unchanged, filtered
+            end = len(data) if final else data.rfind(b"\n") + 1
+            kept = _at_level(data[:end].decode("utf-8", errors="replace").splitlines(keepends=True), args.level)
+            out.write("".join(kept).encode("utf-8"))
+            out.flush()
             offset += end
             return
         if data:
@@ -92,6 +104,18 @@ def run(args: argparse.Namespace) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _at_level(lines: list[str], level: str | None) -> list[str]:
+    """The `lines` at `level` or above (all of them without a level)."""
+    if not level:
+        return lines
+    import logging
+
+    from yolotui.runs.logconfig import level_of_line
+
+    floor = logging.getLevelName(level)
+    return [line for line in lines if level_of_line(line) >= floor]
 
 
 def _print_and_follow(run_dir, path, args, pump) -> int:

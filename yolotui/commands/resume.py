@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         options = {k: v for k, v in kwargs.items() if k in ("dest", "action", "nargs", "const", "type")}
         add_aliased(parser, flags, **options, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     add_distributed_flags(parser)  # the process layout may change (a new rendezvous host, more CPU processes)
+    from yolotui.commands._runflags import add_run_flags
+
+    add_run_flags(parser)  # given again: they replace the run's; not given: the run's are kept
     from yolotui.commands._slurm import add_slurm_flags
 
     add_slurm_flags(parser)  # a run that ran as a SLURM job resumes as one (its recorded options) by default
@@ -58,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
         return print_resume_interrupted()
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
+    from yolotui.commands._runflags import extras_from
     from yolotui.commands._slurm import slurm_options
     from yolotui.commands.train import given_options
     from yolotui.jobs.resume import ResumeRequest, refuse_unchangeable, resume
@@ -67,5 +71,5 @@ def run(args: argparse.Namespace) -> int:
                         "new run)")
     result = resume(ResumeRequest(args.run, args.epochs, args.batch_size, args.device, args.workers,
                                   layout=given_layout(args), from_ckpt=args.from_ckpt,
-                                  slurm=slurm_options(args)))
+                                  extras=extras_from(args), slurm=slurm_options(args)))
     return after_launch(result, args.attach, args.json)

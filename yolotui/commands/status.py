@@ -17,12 +17,12 @@ def run(args: argparse.Namespace) -> int:
     import shlex
     import time
 
-    from yolotui.commands._runfmt import age, epoch_text, table, when
-    from yolotui.runs.layout import INTERRUPTED, LIVE_STATES
+    from yolotui.commands._runfmt import age, duration, epoch_text, table, when
+    from yolotui.runs.layout import EVENTS_JSONL, INTERRUPTED, LIVE_STATES
     from yolotui.runs.policy import describe_exit
     from yolotui.runs.resolve import resolve_run
-    from yolotui.runs.status import read_status_checked
-    from yolotui.runs.summary import summarize
+    from yolotui.runs.status import elapsed_seconds, read_status_checked
+    from yolotui.runs.summary import summarize, tail_events
 
     run_dir = resolve_run(args.run)
     status, problem = read_status_checked(run_dir)  # a bad status.json is said, not a crash (issue 14)
@@ -52,13 +52,24 @@ def run(args: argparse.Namespace) -> int:
         if status.supervisor_pid and summary.state in LIVE_STATES:
             host = f" on {status.slurm['host']}" if status.slurm and status.slurm.get("host") else ""
             lines.append(f"pids       supervisor {status.supervisor_pid}, trainer {status.trainer_pid or '-'}{host}")
-        ended = f", ended {when(status.ended)}" if status.ended else ""
-        lines.append(f"started    {when(status.started)}{ended} (updated {age(time.time() - (status.updated or time.time()))} ago)")
+        now = time.time()
+        live = summary.state in LIVE_STATES
+        ended = f", ended {when(status.ended)}" if status.ended and not live else ""
+        lines.append(f"started    {when(status.started)}{ended}  (running time {duration(elapsed_seconds(status, now, live))})")
+        events = tail_events(run_dir / EVENTS_JSONL, max_bytes=16 * 1024)
+        last = events[-1] if events else None
+        activity = f"supervisor wrote status.json {age(now - status.updated)} ago" if status.updated else ""
+        if last is not None and isinstance(last.get("ts"), (int, float)):
+            activity = (f"last training event {age(now - float(last['ts']))} ago ({last.get('type')})"
+                        + (f"; {activity}" if activity else ""))
+        if activity:
+            lines.append(f"updated    {activity}")
         if status.ended and (status.exit_code is not None or status.exit_signal is not None):
             lines.append(f"exit       {describe_exit(status.exit_code, status.exit_signal)}")
         if status.message:
             lines.append(f"message    {status.message}")
-    lines.append(f"epoch      {epoch_text(summary.epoch, summary.epochs)}   best mAP50-95 "
+        lines += _remedy_lines(status)
+    lines.append(f"epochs     {epoch_text(summary.epoch, summary.epochs)} done   best mAP50-95 "
                  + (f"{summary.best_map:.4f}" if summary.best_map is not None else "-")
                  + f"   checkpoint age {age(summary.checkpoint_age)}")
     print("\n".join(lines))
@@ -69,3 +80,21 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(table(("ATTEMPT", "STARTED", "EXIT", "CLASS", "NEXT"), rows))
     return 0
+
+
+def _remedy_lines(status) -> list[str]:
+    """The distributed-debug settings the remedies turned on, and how notifications fared (issues 16, 20)."""
+    from yolotui.runs.remedies import COMM_DEBUG_ENV
+
+    lines = []
+    env: dict = {}
+    for remedy in status.remedies or []:
+        env.update((remedy.get("changes") or {}).get("env") or {})
+    debug = [f"{name}={env[name]}" for name in COMM_DEBUG_ENV if name in env]
+    if debug:
+        lines.append(f"debug      {' '.join(debug)} (set after a comm failure, so the retry's log says why)")
+    counts = status.notifications or {}
+    if counts.get("sent") or counts.get("failed"):
+        failed = f", {counts['failed']} failed (last: {counts.get('last_error')})" if counts.get("failed") else ""
+        lines.append(f"notified   {counts.get('sent', 0)} sent{failed}")
+    return lines

@@ -118,6 +118,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_slurm_flags(parser)
     recovery.add_argument("--restart-backoff", type=float, default=None, metavar="S",
                           help="seconds before the first retry, doubling for crashes and comm errors (default 2)")
+    from yolotui.commands._runflags import add_run_flags
+
+    add_run_flags(recovery)
     official = parser.add_argument_group("official YOLOv9 trainer (--backend official: other flags go to its script)")
     official.add_argument("--backend", choices=["yolotui", "official"], default="yolotui",
                           help="yolotui: the built-in engine (default); official: train_dual.py of --repo")
@@ -133,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     """Validate, create the run folder, launch the trainer detached, print the folder."""
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
+    from yolotui.commands._runflags import extras_from
     from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.launch import restart_limit
 
@@ -144,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--slurm runs yolotui's own trainer (or `yolotui exec --slurm -- python train_dual.py "
                             "...`); it does not go with --backend official yet")
         return run_official(args)
-    given, layout = given_options(args), given_layout(args)
+    given, layout, extras = given_options(args), given_layout(args), extras_from(args)
     if args.resume is not False and (args.after or args.after_ok or args.when_free is not None):
         from yolotui.errors import UserError
 
@@ -156,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                                    "--epochs, --batch-size, --device and --workers may change")
         target = None if args.resume is True else str(args.resume)
         result = resume(ResumeRequest(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, layout=layout,
-                                      slurm=slurm))
+                                      extras=extras, slurm=slurm))
         return after_launch(result, args.attach, args.json)
     from yolotui.jobs.new_run import NewRunRequest, new_run
 
@@ -165,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
 
     queue = QueueRequest(after=args.after, after_ok=args.after_ok, when_free=args.when_free)
     result = new_run(NewRunRequest(given, layout, max_attempts=max_attempts, backoff_s=args.restart_backoff,
-                                   queue=queue if queue.wanted() else None, slurm=slurm))
+                                   queue=queue if queue.wanted() else None, extras=extras, slurm=slurm))
     return after_launch(result, args.attach, args.json)
 
 
@@ -173,6 +177,7 @@ def run_official(args: argparse.Namespace) -> int:
     """`yolotui train --backend official`: the official script of --repo, every other flag passed to it."""
     from yolotui.backends import official
     from yolotui.commands._launch import after_launch
+    from yolotui.commands._runflags import extras_from
     from yolotui.errors import UserError
     from yolotui.jobs.launch import restart_limit
     from yolotui.jobs.official import OfficialRunRequest, start_official
@@ -186,5 +191,5 @@ def run_official(args: argparse.Namespace) -> int:
     cmd = official.OfficialCommand(python=official.python_for(args.python), repo=official.find_repo(args.repo),
                                    script=args.script, args=script_args)
     result = start_official(OfficialRunRequest(cmd, max_attempts=restart_limit(args.max_restarts, args.max_attempts),
-                                               backoff_s=args.restart_backoff))
+                                               backoff_s=args.restart_backoff, extras=extras_from(args)))
     return after_launch(result, args.attach, args.json)

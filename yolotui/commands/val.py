@@ -27,6 +27,21 @@ def _as_single_class(labels):
     return labels
 
 
+DEFAULT_IMGSZ = 640
+
+
+def trained_imgsz(info: dict) -> int | None:
+    """The image size a checkpoint was trained at (its opt's imgsz / img_size), None when it does not say."""
+    opt = info.get("opt") or {}
+    for key in ("imgsz", "img_size"):
+        value = opt.get(key)
+        if isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 32:
+            return value
+    return None
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags named as in the official val_dual.py."""
     parser.add_argument("--weights", required=True,
@@ -34,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="data set yaml (train/val/test, names)")
     from yolotui.commands._options import add_batch, add_imgsz
 
-    add_imgsz(parser, default=640, help="inference size in pixels (rounded up to a multiple of the model stride)")
+    add_imgsz(parser, default=None, help="inference size in pixels (default: the size the checkpoint was trained at, "
+              f"else {DEFAULT_IMGSZ}; rounded up to a multiple of the model stride)")
     add_batch(parser, default=32, help="batch size (default 32)")
     parser.add_argument("--device", default="", help="cuda device, e.g. 0 or cuda:0, or cpu (default: GPU 0 if any)")
     parser.add_argument("--conf", "--conf-thres", dest="conf", type=float, default=0.001,
@@ -46,6 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=2, help="data loader workers")
     parser.add_argument("--single-cls", action="store_true",
                         help="treat every label as class 0 (for a model trained with --single-cls)")
+    parser.add_argument("--single-label", action="store_true",
+                        help="keep only each box's best class in NMS (the official validator keeps every class "
+                             "above --conf)")
+    parser.add_argument("--coco-metrics", action="store_true",
+                        help="score as pycocotools does instead of as the official val.py (slightly different "
+                             "matching and AP integration)")
     parser.add_argument("--save-json", action="store_true",
                         help="write COCO predictions.json and ground-truth.json into the run folder")
     parser.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
@@ -57,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.batch_size < 1:
         raise UserError(f"--batch-size {args.batch_size}: must be at least 1")
-    if args.imgsz < 32:
+    if args.imgsz is not None and args.imgsz < 32:
         raise UserError(f"--imgsz {args.imgsz}: must be at least 32")
     if not 0.0 <= args.conf <= 1.0:
         raise UserError(f"--conf {args.conf}: must be between 0 and 1")
@@ -147,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.engine.weights import load_model_for_eval
 
     device = select_device(args.device)
-    model, info = load_model_for_eval(weights, device)
+    model, info = load_model_for_eval(weights, device, fuse=True)  # fused, as the official val.py
     nc = 1 if args.single_cls else data.nc
     names = (["item"] if len(data.names) != 1 else list(data.names)) if args.single_cls else list(data.names)
     if info["nc"] != nc:
@@ -155,10 +177,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--weights {weights} predicts {info['nc']} classes but {data.yaml_path} has "
                         f"nc={nc}; validate on the data set the model was trained for{hint}")
     stride = int(max(float(s) for s in getattr(model, "stride", torch.tensor([32.0])))) or 32
-    imgsz = args.imgsz
+    asked = args.imgsz if args.imgsz is not None else (trained_imgsz(info) or DEFAULT_IMGSZ)
+    imgsz = asked
     if imgsz % stride:
         imgsz = (imgsz // stride + 1) * stride
-        print(f"yolotui: warning: --img {args.imgsz} must be a multiple of the model stride {stride}, "
+        print(f"yolotui: warning: --img {asked} must be a multiple of the model stride {stride}, "
               f"updated to {imgsz}", file=sys.stderr)
     report = check_labels(list_images(data.split(args.task)), data.nc)
     for warning in report.warnings[:_MAX_WARNINGS]:
@@ -170,11 +193,14 @@ def run(args: argparse.Namespace) -> int:
     pairs = report.usable
     if args.single_cls:
         pairs = [(path, _as_single_class(labels)) for path, labels in pairs]
-    dataset = YoloDataset(pairs, imgsz=imgsz, augment=False, stride=stride)
+    # rectangular batches with half a stride of margin, as the official val.py / val_dual.py
+    dataset = YoloDataset(pairs, imgsz=imgsz, augment=False, stride=stride, rect=True,
+                          batch_size=args.batch_size, pad=0.5, shapes=report.shapes)
     loader = build_loader(dataset, batch_size=args.batch_size, workers=args.workers, shuffle=False)
     folder = _run_folder(args) if args.save_json else None
     result = validate(model, loader, device, nc, names, save_json_dir=folder, conf=args.conf, iou=args.iou,
-                      max_det=args.max_det, progress=_progress_printer(not args.json and sys.stderr.isatty()))
+                      max_det=args.max_det, progress=_progress_printer(not args.json and sys.stderr.isatty()),
+                      single_label=args.single_label, coco_metrics=args.coco_metrics)
 
     if args.json:
         payload = {"weights": str(weights), "data": str(data.yaml_path), "task": args.task, "imgsz": imgsz,
@@ -182,7 +208,10 @@ def run(args: argparse.Namespace) -> int:
                    **result.to_dict()}
         print(json.dumps(payload, indent=2))
         return 0
-    print(f"{weights} ({info['weights']} weights, epoch {info.get('epoch')}) on {data.yaml_path} "
+    from yolotui import formatting
+
+    print(f"{weights} ({info['weights']} weights, {formatting.epochs_done(info.get('epoch'), info.get('epochs'))}) "
+          f"on {data.yaml_path} "
           f"'{args.task}': {len(dataset)} images at {imgsz} px, {device}")
     print(format_table(result))
     per_image_ms = 1000 * result.seconds / max(result.images, 1)

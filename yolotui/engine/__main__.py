@@ -24,6 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--lr-scale", type=float, default=None,
                        help="multiply the scheduled learning rate (kept on later resumes)")
     train.add_argument("--accumulate", type=int, default=None, help="batches per optimizer step")
+    train.add_argument("--cache", choices=("ram", "none"), default=None,
+                       help="cache images in RAM, or not (the host-oom remedy turns it off)")
     return parser
 
 
@@ -33,7 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from yolotui.engine.trainer import EngineOverrides, run_trainer
 
     overrides = EngineOverrides(epochs=args.epochs, batch_size=args.batch_size, device=args.device,
-                                workers=args.workers, lr_scale=args.lr_scale, accumulate=args.accumulate)
+                                workers=args.workers, lr_scale=args.lr_scale, accumulate=args.accumulate,
+                                cache=args.cache)
     return run_trainer(args.run_dir, overrides)
 
 

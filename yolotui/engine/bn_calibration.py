@@ -22,20 +22,26 @@ import torch
 from torch import nn
 
 
-def batch_norm_layers(model: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
-    """The model's BatchNorm layers (any dimensionality) that track running statistics."""
-    return [m for m in model.modules()
-            if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats]
+def batch_norm_layers(model: nn.Module, keep: tuple[str, ...] = ()) -> list[nn.modules.batchnorm._BatchNorm]:
+    """The model's BatchNorm layers (any dimensionality) that track running statistics, except those under the
+    module-name prefixes `keep` (frozen layers)."""
+    return [m for name, m in model.named_modules()
+            if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.track_running_stats
+            and not any((name + ".").startswith(p) for p in keep)]
 
 
 @torch.no_grad()
-def recalibrate_bn(model: nn.Module, batches: Iterable[torch.Tensor], device: torch.device | str = "cpu") -> int:
+def recalibrate_bn(model: nn.Module, batches: Iterable[torch.Tensor], device: torch.device | str = "cpu",
+                   keep: tuple[str, ...] = ()) -> int:
     """Recompute the running statistics of every BatchNorm in `model` from `batches` (float images, [B, 3, H, W],
     already scaled to 0..1, or uint8 0..255); returns the number of images seen (0: statistics untouched).
 
     An error during the pass (BatchNorm refuses a single value per channel) restores the old statistics, then
-    propagates."""
-    layers = batch_norm_layers(model)
+    propagates. BatchNorm layers under the module-name prefixes `keep` (frozen layers) are left as they are, in
+    eval mode during the pass."""
+    from yolotui.engine.freeze import hold_frozen_bn
+
+    layers = batch_norm_layers(model, tuple(keep))
     if not layers:
         return 0
     saved = [(m, m.momentum, m.running_mean.clone(), m.running_var.clone(), m.num_batches_tracked.clone())
@@ -49,6 +55,7 @@ def recalibrate_bn(model: nn.Module, batches: Iterable[torch.Tensor], device: to
             m.reset_running_stats()
             m.momentum = None  # cumulative average over the batches below
         model.train()
+        hold_frozen_bn(model, tuple(keep))
         for images in batches:
             images = images.to(device, non_blocking=True)
             images = images.to(dtype) / 255.0 if images.dtype == torch.uint8 else images.to(dtype)

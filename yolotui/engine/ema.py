@@ -17,6 +17,7 @@ class ModelEMA:
         self.updates = updates
         self.decay_max = decay
         self.tau = tau
+        self.frozen: frozenset[str] = frozenset()  # state-dict keys of frozen layers: copied, never averaged
         for param in self.ema.parameters():
             param.requires_grad_(False)
 
@@ -31,6 +32,8 @@ class ModelEMA:
         d = self.decay(self.updates)
         source = unwrap(model).state_dict()
         for name, value in self.ema.state_dict().items():
+            if name in self.frozen:
+                continue  # a frozen layer's EMA is its (unchanging) value: averaging would round it
             if value.dtype.is_floating_point:
                 value.mul_(d).add_(source[name].detach(), alpha=1 - d)
             else:

@@ -9,6 +9,9 @@ resumed), so the supervisor's classification and remedies can be exercised on a 
     nan     makes the loss NaN from that batch on (the trainer gives up after a few non-finite steps)
     crash   raises RuntimeError (anything else)
     data    raises UserError naming a file and line (as bad data met at run time does)
+    hang    stops making progress for good at that batch (as a deadlocked collective or a wedged driver does):
+            it sleeps forever; signal handlers still set their flags but nothing acts on them, so only the
+            supervisor's stall watchdog (SIGTERM, then SIGKILL) ends it
 
 A fault fires on the first attempt only (YOLOTUI_ATTEMPT=1, the supervisor sets it), unless `:always` is
 appended, then on every attempt: `YOLOTUI_FAULT=crash@step=2:always`. Several faults can be given separated
@@ -29,7 +32,7 @@ from yolotui.errors import UserError
 
 ENV_VAR = "YOLOTUI_FAULT"
 DELAY_VAR = "YOLOTUI_STEP_DELAY_S"
-KINDS = ("oom", "comm", "nan", "crash", "data")
+KINDS = ("oom", "comm", "nan", "crash", "data", "hang")
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,12 @@ class FaultInjector:
                 f"({where})")
         if fault.kind == "comm":
             raise ConnectionResetError(104, f"Connection reset by peer ({where})")
+        if fault.kind == "hang":
+            import time
+
+            print(f"yolotui: hang {where}", flush=True)
+            while True:
+                time.sleep(3600)
         if fault.kind == "data":
             raise UserError(f"{ENV_VAR}.txt line 1: bad label row ({where})")
         raise RuntimeError(f"crash {where}")

@@ -115,6 +115,15 @@ def _smooth(values: np.ndarray, fraction: float = 0.05) -> np.ndarray:
     return np.convolve(padded, np.ones(width) / width, mode="valid")
 
 
+
+def class_name(names, index: int) -> str:
+    """The name of class `index` in `names` (a list or a dict), or its number as text when none is known."""
+    if isinstance(names, dict):
+        return str(names.get(index, index))
+    if names is not None and 0 <= index < len(names):
+        return str(names[index])
+    return str(index)
+
 @dataclass
 class ClassResult:
     """Results for one class that has ground truth."""
@@ -213,11 +222,7 @@ class DetectionMetrics:
 
     def class_name(self, index: int) -> str:
         """The name of class `index`, or its number as text when no name is known."""
-        if isinstance(self.names, dict):
-            return str(self.names.get(index, index))
-        if self.names is not None and 0 <= index < len(self.names):
-            return str(self.names[index])
-        return str(index)
+        return class_name(self.names, index)
 
     def update(self, detections, ground_truth) -> None:
         """Add one image: detections `[n, 6]` (xyxy, conf, cls), ground truth `[m, 5]` (cls, xyxy)."""

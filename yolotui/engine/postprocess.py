@@ -32,14 +32,19 @@ def _decoded_tensor(pred) -> Tensor:
     return pred
 
 
+MAX_WH = 7680  # class offset of the batched NMS, as the official code: boxes of different classes never overlap
+
+
 def non_max_suppression(pred, conf_thres: float = 0.001, iou_thres: float = 0.7, max_det: int = 300,
                         classes: Sequence[int] | None = None, agnostic: bool = False, multi_label: bool = False,
                         max_nms: int = 30000) -> list[Tensor]:
     """Per-image detections `[n, 6]` (x1, y1, x2, y2, conf, cls), best first, at most `max_det` each.
 
     A box is kept when its class probability exceeds `conf_thres` (its best class, or with `multi_label` every
-    class over the threshold); boxes of the same class (any class with `agnostic`) overlapping a better one
-    by more than `iou_thres` are dropped. `classes` keeps only those class indices.
+    class over the threshold, as the official validator does); boxes of the same class (any class with
+    `agnostic`) overlapping a better one by more than `iou_thres` are dropped. `classes` keeps only those
+    class indices. The steps (candidate filter, sort by confidence, class-offset NMS) are the official
+    ones, so the same scores give the same detections.
     """
     if not 0 <= conf_thres <= 1:
         raise ValueError(f"conf_thres must be in [0, 1], got {conf_thres}")
@@ -47,29 +52,33 @@ def non_max_suppression(pred, conf_thres: float = 0.001, iou_thres: float = 0.7,
         raise ValueError(f"iou_thres must be in [0, 1], got {iou_thres}")
     pred = _decoded_tensor(pred)
     nc = pred.shape[1] - 4
-    output = []
+    multi_label = multi_label and nc > 1
+    candidates = pred[:, 4:4 + nc].amax(1) > conf_thres  # [B, A]
     class_filter = None
     if classes is not None:
         class_filter = torch.tensor(list(classes), device=pred.device)
-    for image_pred in pred:
-        x = image_pred.transpose(0, 1).float()  # [A, 4 + nc]
+    output = []
+    for image_pred, keep_anchor in zip(pred, candidates):
+        x = image_pred.transpose(0, 1)[keep_anchor].float()  # [a, 4 + nc]
+        if x.shape[0] == 0:
+            output.append(x.new_zeros((0, 6)))
+            continue
         boxes = xywh2xyxy(x[:, :4])
         scores = x[:, 4:4 + nc]
-        if multi_label and nc > 1:
-            anchor_index, cls = (scores > conf_thres).nonzero(as_tuple=True)
-            det = torch.cat((boxes[anchor_index], scores[anchor_index, cls, None], cls[:, None].float()), 1)
+        if multi_label:
+            anchor_index, cls = (scores > conf_thres).nonzero(as_tuple=False).T
+            det = torch.cat((boxes[anchor_index], x[anchor_index, 4 + cls, None], cls[:, None].float()), 1)
         else:
             conf, cls = scores.max(1, keepdim=True)
             det = torch.cat((boxes, conf, cls.float()), 1)[conf.view(-1) > conf_thres]
         if class_filter is not None and det.shape[0]:
             det = det[(det[:, 5:6] == class_filter).any(1)]
-        if det.shape[0] > max_nms:
-            det = det[det[:, 4].argsort(descending=True)[:max_nms]]
         if det.shape[0] == 0:
             output.append(det.new_zeros((0, 6)))
             continue
-        groups = torch.zeros_like(det[:, 5]) if agnostic else det[:, 5]
-        keep = torchvision.ops.batched_nms(det[:, :4], det[:, 4], groups, iou_thres)[:max_det]
+        det = det[det[:, 4].argsort(descending=True)[:max_nms]]
+        offsets = det[:, 5:6] * (0 if agnostic else MAX_WH)
+        keep = torchvision.ops.nms(det[:, :4] + offsets, det[:, 4], iou_thres)[:max_det]
         output.append(det[keep])
     return output
 

@@ -10,6 +10,7 @@ kept), --device, --workers.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import time
@@ -30,7 +31,9 @@ from yolotui.engine.data import pipeline
 from yolotui.engine.ema import ModelEMA, unwrap
 from yolotui.engine.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
 from yolotui.engine.faults import FaultInjector
+from yolotui.engine.freeze import frozen_state_keys, hold_frozen_bn
 from yolotui.engine.loss import loss_for_model
+from yolotui.engine.memory_format import prepare_for_training, training_memory_format
 from yolotui.engine.model import build_model
 from yolotui.engine.official import load_weights_source
 from yolotui.engine.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
@@ -41,6 +44,9 @@ from yolotui.runs import layout
 from yolotui.runs.events import EventWriter, read_events
 from yolotui.runs.results import append_row, truncate_after
 
+LOG = logging.getLogger("yolotui.trainer")  # train.log by default; see yolotui/runs/logconfig.py
+DATA_LOG = logging.getLogger("yolotui.data")
+DDP_LOG = logging.getLogger("yolotui.ddp")
 BATCH_EVENT_INTERVAL_S = 0.3  # at most ~3 batch events a second
 LOG_INTERVAL_S = 10.0  # progress lines in train.log (the events carry every detail)
 GRAD_CLIP_NORM = 10.0
@@ -57,6 +63,7 @@ class EngineOverrides:
     workers: int | None = None
     lr_scale: float | None = None  # multiplies the scheduled lr (the nan remedy halves it); kept in checkpoints
     accumulate: int | None = None  # batches per optimizer step (the oom remedy doubles it as the batch halves)
+    cache: str | None = None  # "ram" or "none" (the host-oom remedy turns the RAM cache off)
 
 
 def select_device(device: str) -> torch.device:
@@ -137,9 +144,9 @@ class Trainer:
 
     # ------------------------------------------------------------------------------------------ setup
 
-    def _log(self, message: str) -> None:
+    def _log(self, message: str, level: int = logging.INFO, logger: logging.Logger = LOG) -> None:
         if self.dist.main:
-            print(message, flush=True)
+            logger.log(level, message)
 
     def _load_options(self) -> None:
         self.opt = load_yaml(self.run_dir / layout.OPT_YAML, "opt.yaml")
@@ -156,7 +163,8 @@ class Trainer:
         if self.resume_ckpt is not None:
             saved = self.resume_ckpt["opt"]
             planned = int(self.resume_ckpt["epochs"])
-            self.opt = {**self.opt, **{k: v for k, v in saved.items() if k not in ("batch_size", "device", "workers")}}
+            self.opt = {**self.opt, **{k: v for k, v in saved.items()
+                                        if k not in ("batch_size", "device", "workers", "cache")}}
             self.opt["freeze"] = parse_freeze(self.opt.get("freeze", [0]))
             self.opt["epochs"] = planned
             self.hyp = dict(self.resume_ckpt["hyp"])
@@ -168,6 +176,8 @@ class Trainer:
             self.opt["device"] = ov.device
         if ov.workers is not None:
             self.opt["workers"] = int(ov.workers)
+        if ov.cache is not None:
+            self.opt["cache"] = None if ov.cache == "none" else ov.cache
         self.epochs = int(self.opt["epochs"])
         self.batch_size = int(self.opt["batch_size"])
         self.lr_scale = float(ov.lr_scale if ov.lr_scale is not None else self.opt.get("lr_scale", 1.0))
@@ -203,6 +213,7 @@ class Trainer:
             model = build_model(self.opt["cfg"], nc=nc)
         model.names = names
         prefixes = freeze_prefixes(self.opt["freeze"], int(getattr(model, "backbone_layers", 0)))
+        self.freeze_prefixes = tuple(prefixes)
         self.frozen = 0
         for name, param in model.named_parameters():
             if any(name.startswith(p) for p in prefixes):
@@ -210,15 +221,14 @@ class Trainer:
                 self.frozen += 1
         if self.frozen:
             self._log(f"Froze {self.frozen} parameter tensors ({len(prefixes)} layers)")
-        self.model = model.to(self.device)
-        if self.cuda:
-            self.model = self.model.to(memory_format=torch.channels_last)
+        self.model = prepare_for_training(model, self.device)
         if self.dist.distributed:
             from torch.nn.parallel import DistributedDataParallel
 
             self.model, synced = ddp.convert_sync_bn(self.model, bool(self.opt.get("sync_bn")), self.dist, self.cuda)
             if synced:
-                self._log(f"SyncBatchNorm: {synced} BatchNorm layers synchronised across the processes")
+                self._log(f"SyncBatchNorm: {synced} BatchNorm layers synchronised across the processes",
+                          logger=DDP_LOG)
             ids = [self.dist.local_rank] if self.cuda else None
             self.model = DistributedDataParallel(self.model, device_ids=ids, output_device=ids[0] if ids else None)
 
@@ -241,6 +251,8 @@ class Trainer:
         self.rank_batch = self.batch_size // self.dist.world_size
         data = pipeline.load_data(self.opt)
         self.data = data
+        self._log(f"data {self.opt.get('data')}: {data.nc} classes, cache {self.opt.get('cache') or 'none'}, "
+                  f"workers {self.opt.get('workers')}", logging.DEBUG, DATA_LOG)
         self.nc, self.names = data.nc, data.names
         self._build_model()
         self.imgsz = int(self.opt["imgsz"])
@@ -252,6 +264,7 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, self.opt["optimizer"], float(self.hyp["lr0"]),
                                          float(self.hyp["momentum"]), decay)
         self.ema = ModelEMA(self.model)
+        self.ema.frozen = frozen_state_keys(unwrap(self.model), self.freeze_prefixes)
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.cuda)
         self.loss_fn = loss_for_model(unwrap(self.model), self.hyp, float(self.opt.get("label_smoothing", 0.0)))
         self.train_set, self.val_loader = pipeline.build_datasets(data, self.opt, self.hyp, self.rank_batch)
@@ -344,6 +357,8 @@ class Trainer:
                              "not finite; keeping the last good checkpoint", traceback="")
             return
         manifest = ckpt_io.save_checkpoint(ckpt, path)
+        self._log(f"checkpoint {path.name}: epoch {manifest['epoch']} batch {manifest['step']}, "
+                  f"{manifest['bytes']} bytes in {manifest['seconds']:.2f} s", logging.DEBUG)
         self.events.emit("checkpoint", path=str(path), epoch=manifest["epoch"], step=manifest["step"],
                          bytes=manifest["bytes"], sha256=manifest["sha256"], seconds=manifest["seconds"])
         self.last_save_time = time.monotonic()
@@ -368,8 +383,7 @@ class Trainer:
 
     def _train_step(self, batch: dict[str, Any], ni: int) -> torch.Tensor:
         imgs = batch["img"].to(self.device, non_blocking=True).float() / 255
-        if self.cuda:
-            imgs = imgs.contiguous(memory_format=torch.channels_last)
+        imgs = imgs.contiguous(memory_format=training_memory_format(self.device))
         targets = batch["targets"].to(self.device)
         self.faults.before_step()
         with torch.autocast(device_type=self.device.type, enabled=self.cuda):
@@ -398,6 +412,7 @@ class Trainer:
     def _train_epoch(self, epoch: int, start_step: int) -> bool:
         """Train one epoch from batch `start_step`; False when a stop request ended it early."""
         self.model.train()
+        hold_frozen_bn(unwrap(self.model), self.freeze_prefixes)  # frozen BatchNorm keeps its statistics
         loader = pipeline.epoch_loader(self.train_set, self.opt, self.rank_batch, epoch, start_step,
                                          mosaic=self._mosaic(epoch), rank=self.dist.rank,
                                          world_size=self.dist.world_size)
@@ -453,9 +468,10 @@ class Trainer:
                               seed=int(self.opt.get("seed", 0)) + 1, epoch=epoch)
         count = math.ceil(min(BN_CALIBRATION_IMAGES, len(self.train_set)) / batch)
         try:
-            recalibrate_bn(self.ema.ema, (b["img"] for _, b in zip(range(count), loader)), self.device)
+            recalibrate_bn(self.ema.ema, (b["img"] for _, b in zip(range(count), loader)), self.device,
+                           keep=self.freeze_prefixes)
         except ValueError as exc:  # e.g. a 1-image data set: BatchNorm needs 2 values per channel
-            self._log(f"BatchNorm recalibration skipped: {exc}")
+            self._log(f"BatchNorm recalibration skipped: {exc}", logging.WARNING)
 
     def _end_epoch(self, epoch: int, seconds: float) -> bool:
         """Validate, log, checkpoint; True when early stopping says to stop."""
@@ -621,6 +637,7 @@ def drop_events_after(path: Path, epoch: int, step: int) -> int:
 
 def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
     """Entry point of the trainer process: set up, train, and report failures as events."""
+    apply_logging(Path(run_dir))
     trainer = Trainer(run_dir, overrides)
     trainer.requests.install()
     threads = os.environ.get("YOLOTUI_TORCH_THREADS")
@@ -630,6 +647,24 @@ def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
         return _run(trainer)
     finally:
         ddp.finish(trainer.dist)
+
+
+def apply_logging(run_dir: Path) -> None:
+    """Configure logging from run.yaml's `logging` entry (re-applied on every attempt); defaults without one."""
+    from yolotui.runs.logconfig import apply
+    from yolotui.runs.runconfig import read_run_config, run_yaml_path
+
+    entry = None
+    if run_yaml_path(run_dir).exists():
+        try:
+            entry = read_run_config(run_dir).get("logging")
+        except UserError:
+            entry = None
+    try:
+        apply(entry, "trainer")
+    except (ValueError, TypeError, AttributeError, ImportError, OSError, UserError) as exc:
+        apply(None, "trainer")  # a configuration that no longer applies must not stop training
+        LOG.warning(f"logging configuration from run.yaml not applied: {exc}")
 
 
 def _run(trainer: Trainer) -> int:
@@ -642,7 +677,7 @@ def _run(trainer: Trainer) -> int:
         trainer.events.emit("error", kind=kind, message=failure_message(exc, kind),
                             traceback="" if isinstance(exc, UserError) else _tail())
         if isinstance(exc, UserError):
-            print(f"yolotui: error: {exc}", flush=True)
+            LOG.error(f"yolotui: error: {exc}")
             return 2
         raise
 

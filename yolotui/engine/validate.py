@@ -1,7 +1,11 @@
-"""Validation: run a model over a loader, apply NMS, and score it as COCO does (see metrics.py).
+"""Validation: run a model over a loader, apply NMS, and score it as the official validator does.
 
-Boxes are compared in original-image pixels: predictions and ground truth are both mapped back through
-each image's letterbox (`ratio_pad` from the loader). With `loss_fn` the validation losses (box, cls, dfl)
+The pipeline is the official validator's (val.py / val_dual.py): multi-label NMS (every class above `conf`
+per box; `single_label=True` keeps only each box's best class), boxes compared in original-image pixels
+(predictions and ground truth both mapped back through each image's letterbox, `ratio_pad` from the loader,
+with one gain for both axes, the height's, as the official scale_boxes does), and the official matching and
+AP (metrics_official; `coco_metrics=True` for pycocotools' maths, metrics.py). Give it a loader over a
+`YoloDataset(rect=True)` for the official rectangular batches. With `loss_fn` the validation losses (box, cls, dfl)
 are averaged over batches; with `save_json_dir` the COCO files predictions.json and ground-truth.json are
 written there, ready for pycocotools.
 """
@@ -19,6 +23,7 @@ from torch import Tensor, nn
 from yolotui.engine.boxes import xywh2xyxy
 from yolotui.engine.coco_json import CocoJsonCollector
 from yolotui.engine.metrics import DetectionMetrics
+from yolotui.engine.metrics_official import OfficialDetectionMetrics
 from yolotui.engine.postprocess import non_max_suppression, scale_boxes
 
 
@@ -69,24 +74,31 @@ def _image_meta(batch: dict, index: int, input_shape: tuple[int, int]):
     ratio_pads = batch.get("ratio_pad")
     shape0 = tuple(int(v) for v in shapes[index]) if shapes is not None else input_shape
     ratio_pad = ratio_pads[index] if ratio_pads is not None else ((1.0, 1.0), (0.0, 0.0))
+    if ratio_pad is not None:
+        ratio, pad = ratio_pad
+        gain = float(ratio) if isinstance(ratio, (int, float)) else float(ratio[0])
+        ratio_pad = ((gain, gain), pad)  # the official gain: the height ratio, for both axes
     return shape0, ratio_pad
 
 
 @torch.no_grad()
 def validate(model: nn.Module, loader, device, nc: int, names, loss_fn=None,
              save_json_dir: str | Path | None = None, conf: float = 0.001, iou: float = 0.7, max_det: int = 300,
-             progress: Callable[[int, int], None] | None = None) -> ValResult:
+             progress: Callable[[int, int], None] | None = None, single_label: bool = False,
+             coco_metrics: bool = False) -> ValResult:
     """Validate `model` on `loader` (batches as dicts: img uint8 [B,3,H,W], targets [N,6], ori_shapes,
     ratio_pad, paths) and return a ValResult. The model is put in eval mode and restored afterwards.
 
-    `progress(done, total)` is called after each batch when given.
+    `progress(done, total)` is called after each batch when given. `single_label` keeps one class per box
+    in NMS (yolotui's behaviour before it matched the official validator). The figures are the official
+    validator's (metrics_official); `coco_metrics` scores as pycocotools does instead (metrics).
     """
     device = torch.device(device)
     was_training = model.training
     model.eval()
     param = next(model.parameters(), None)
     dtype = param.dtype if param is not None else torch.float32
-    metrics = DetectionMetrics(nc, names)
+    metrics = DetectionMetrics(nc, names) if coco_metrics else OfficialDetectionMetrics(nc, names)
     collector = CocoJsonCollector(names) if save_json_dir is not None else None
     loss_total = torch.zeros(3)
     loss_batches = 0
@@ -104,7 +116,8 @@ def validate(model: nn.Module, loader, device, nc: int, names, loss_fn=None,
             if loss_fn is not None and maps is not None:
                 loss_total += loss_fn(maps, targets)[1].float().cpu()
                 loss_batches += 1
-            detections = non_max_suppression(decoded, conf_thres=conf, iou_thres=iou, max_det=max_det)
+            detections = non_max_suppression(decoded, conf_thres=conf, iou_thres=iou, max_det=max_det,
+                                             multi_label=not single_label)
             height, width = images.shape[2:]
             scale = torch.tensor([width, height, width, height], device=device, dtype=torch.float32)
             paths = batch.get("paths")

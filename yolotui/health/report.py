@@ -86,16 +86,17 @@ def _recommend(last: CheckpointVerdict, best: CheckpointVerdict, state: str | No
     if state in LIVE_STATES:
         return LIVE, "the run is live: nothing to resume (stop it first to change anything)", None
     if last.verdict == RESUMABLE:
-        return RESUME, f"resume from {Path(last.path).name} at epoch {last.epoch}/{last.total_epochs}", last.path
+        return RESUME, (f"resume from {Path(last.path).name} "
+                        f"({formatting.epochs_done(last.epoch, last.total_epochs, last.step)})"), last.path
     if last.verdict == FINISHED:
-        return EXTEND, (f"training finished ({last.epoch} epochs): extend it with more epochs or fine-tune "
+        return EXTEND, (f"training finished ({formatting.epochs_done(last.epoch, last.total_epochs)}): extend it with more epochs or fine-tune "
                         f"from {Path(last.path).name}"), last.path
     if last.verdict in (CORRUPT, MISSING) and last.fallback:
         name = Path(last.fallback).name
         what = "is damaged" if last.verdict == CORRUPT else "is missing"
         if last.fallback_verdict == RESUMABLE:
             return RESUME_FALLBACK, (f"{Path(last.path).name} {what}: resume from {name} "
-                                     f"(epoch {last.fallback_epoch})"), last.fallback
+                                     f"({formatting.epochs_done(last.fallback_epoch, last.total_epochs)})"), last.fallback
         if last.fallback_verdict == FINISHED:
             return EXTEND, f"{Path(last.path).name} {what}: extend or fine-tune from {name}", last.fallback
         return FINETUNE, f"{Path(last.path).name} {what}: fine-tune from {name} (it cannot resume)", last.fallback
@@ -216,9 +217,7 @@ def _verdict_lines(label: str, verdict: CheckpointVerdict) -> list[str]:
     if verdict.verdict != MISSING:
         facts = []
         if verdict.epoch is not None:
-            facts.append(f"epoch {verdict.epoch}/{verdict.total_epochs if verdict.total_epochs is not None else '?'}")
-        if verdict.step:
-            facts.append(f"batch {verdict.step}")
+            facts.append(formatting.epochs_done(verdict.epoch, verdict.total_epochs, verdict.step))
         if verdict.best_fitness is not None:
             facts.append(f"best fitness {verdict.best_fitness:.4f}")
         if verdict.size is not None:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yolotui import formatting
 from yolotui.health.checkpoint import OFFICIAL, YOLOTUI, CheckpointInfo, inspect_checkpoint, manifest_path
 
 RESUMABLE = "resumable"
@@ -120,8 +121,7 @@ def _judge(info: CheckpointInfo, total_epochs: int | None) -> tuple[str, list[st
                           ("rng", "random streams restart: the resume is not bit-exact")):
             if key not in info.keys:
                 reasons.append(f"no {key}: {what}")
-    where = f"epoch {done}/{total}" + (f", batch {info.step}" if info.step else "")
-    return RESUMABLE, [*reasons, f"resumes at {where}"]
+    return RESUMABLE, [*reasons, f"resumes after {formatting.epochs_done(done, total, info.step)}"]
 
 
 def diagnose_checkpoint(path: Path, total_epochs: int | None = None, verify_hash: bool = True,
@@ -142,7 +142,8 @@ def diagnose_checkpoint(path: Path, total_epochs: int | None = None, verify_hash
             result.fallback_verdict = fallback.verdict
             result.fallback_epoch = fallback.epoch
             result.reasons.append(f"fallback: {Path(fallback.path).name} ({fallback.verdict}"
-                                  + (f", epoch {fallback.epoch}" if fallback.epoch is not None else "") + ")")
+                                  + (f", {formatting.epochs_done(fallback.epoch, fallback.total_epochs)}"
+                                     if fallback.epoch is not None else "") + ")")
         elif verdict == CORRUPT:
             result.reasons.append("no usable fallback checkpoint in the folder: start again or use other weights")
     return result

@@ -6,5 +6,6 @@ reason. Nothing here prints: callers show the returned warnings and results thei
 Modules: launch (option files + start the trainer via a backend), new_run (train/demo), resume (resume,
 extend, --from restore), finetune (source resolution + new run), exec_run (any command), control (stop,
 save), rm (forget runs), doctor (advice for a run or a checkpoint), results (what --json prints), queue
-(--after / --when-free for a new run), compare (runs side by side).
+(--after / --when-free for a new run), compare (runs side by side), notify_test (a test notification),
+runextras (notifications, stall timeout, logging added to run.yaml).
 """

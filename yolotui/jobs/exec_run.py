@@ -6,7 +6,7 @@ and started with the official backend instead (jobs.official): progress, resume 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from yolotui.backends import EXEC, get_backend
 from yolotui.backends.base import CommandRequest
 from yolotui.errors import UserError
 from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.runextras import RunExtras
 
 
 @dataclass
@@ -27,6 +28,7 @@ class ExecRequest:
     exist_ok: bool = False
     max_restarts: int = 0
     save_signal: bool = False
+    extras: RunExtras = field(default_factory=RunExtras)  # notifications, stall timeout (log growth), logging
     slurm: Any | None = None  # yolotui.runs.slurm.SlurmOptions: run it as a SLURM job
 
 
@@ -59,10 +61,11 @@ def exec_run(request: ExecRequest) -> StartedRun:
     request.project = request.project or "runs/exec"
     validate_name(request.name)
     check_command(command)
+    run_extra = request.extras.entries()
     run_dir = create_run_dir(Path(request.project), request.name, exist_ok=request.exist_ok)
     backend = get_backend(EXEC)
     spec = backend.new_run_command(CommandRequest(run_dir=run_dir, argv=tuple(command)))
-    extra = {**spec.extra, **({"save_signal": True} if request.save_signal else {})}
+    extra = {**spec.extra, **run_extra, **({"save_signal": True} if request.save_signal else {})}
     launch(run_dir, spec.command, name=run_dir.name, backend=backend.name, max_attempts=request.max_restarts + 1,
            env=spec.env or None, cwd=spec.cwd, extra=extra or None, slurm=request.slurm)
     return started(run_dir, "started", [])

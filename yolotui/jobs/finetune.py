@@ -15,6 +15,7 @@ from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.jobs.results import StartedRun
+from yolotui.jobs.runextras import RunExtras
 
 # Options taken from the source run's opt.yaml when not given.
 INHERITED = ("batch_size", "imgsz", "device", "workers", "optimizer", "seed", "cos_lr", "flat_cos_lr", "fixed_lr",
@@ -44,6 +45,7 @@ class FinetuneRequest:
     close_mosaic: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
     layout: dict[str, Any] = field(default_factory=dict)
+    extras: RunExtras = field(default_factory=RunExtras)
     slurm: Any | None = None  # yolotui.runs.slurm.SlurmOptions: run it as a SLURM job
 
 
@@ -106,6 +108,7 @@ def finetune(request: FinetuneRequest) -> StartedRun:
         raise UserError(f"--epochs {request.epochs}: must be at least 1")
     if not math.isfinite(request.lr_scale) or request.lr_scale <= 0:
         raise UserError(f"--lr-scale {request.lr_scale}: give a finite number above 0")
+    run_extra = request.extras.entries()  # a bad --log-config is refused before any folder is made
     source = resolve_source(request.source)
     prepared = prepare_run(finetune_options(request, source))
     hyp = dict(prepared.hyp)
@@ -121,4 +124,4 @@ def finetune(request: FinetuneRequest) -> StartedRun:
     note = (f"fine-tuning from {source.checkpoint} (lr0 {hyp['lr0']:.3g}, freeze {prepared.opt['freeze']}, "
             f"{prepared.opt['epochs']} epochs)")
     return launch_prepared(prepared, NewRunRequest(options={}, layout=request.layout, slurm=request.slurm),
-                           notes=[note])
+                           notes=[note], run_extra=run_extra)

@@ -42,16 +42,19 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
                    max_attempts: int = DEFAULT_MAX_ATTEMPTS, dist_flags: dict[str, Any] | None = None,
                    backoff_s: float | None = None, backend: str = ENGINE,
                    queue: dict[str, Any] | None = None, slurm: Any | None = None,
-                   lock_fd: int | None = None) -> list[str]:
+                   run_extra: dict[str, Any] | None = None, lock_fd: int | None = None) -> list[str]:
     """Launch the trainer for `run_dir` under a detached supervisor; returns warnings about the layout.
 
     `overrides` (resume) holds the changed options; `dist_flags` the process-layout flags (nproc_per_node,
     nnodes, node_rank, rdzv_endpoint ...; see yolotui.runs.distributed). UserError on bad input, before
     anything detaches. `queue` (yolotui.jobs.queue.queue_spec) makes the run wait in state `queued` first;
     `slurm` (runs.slurm.SlurmOptions) submits the supervisor as a SLURM job instead of starting it here.
+    `run_extra`: RunExtras.entries() (notify, watchdog, logging); the run's earlier entries not given again
+    are kept (yolotui.jobs.runextras).
     `lock_fd` is the run's lock taken by the caller before it wrote opt.yaml (issue 14, item 2): this function
     owns it from the call on and closes it whatever happens (launch hands it to the supervisor).
     """
+    from yolotui.jobs.runextras import carried_over
     from yolotui.runs import lock
     from yolotui.runs.launcher import launch
 
@@ -64,12 +67,12 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
         chosen = get_backend(backend)
         request = CommandRequest(run_dir=run_dir, opt=dict(opt), overrides=dict(overrides or {}), layout=plan)
         spec = chosen.resume_command(request) if overrides is not None else chosen.new_run_command(request)
+        extra = {**spec.extra, "distributed": run_yaml_entry(plan, dist_flags), **carried_over(run_dir, run_extra or {})}
     except BaseException:
         lock.release(lock_fd)
         raise
     launch(run_dir, spec.command, name=run_dir.name, backend=chosen.name,
            device=str(opt.get("device") or ""), max_attempts=max_attempts, env=spec.env, cwd=spec.cwd,
            **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
-           extra={**spec.extra, "distributed": run_yaml_entry(plan, dist_flags)}, queue=queue, slurm=slurm,
-           lock_fd=lock_fd)
+           extra=extra, queue=queue, slurm=slurm, lock_fd=lock_fd)
     return [*warnings, *([note] if note else [])]

@@ -18,6 +18,7 @@ from yolotui.errors import UserError
 from yolotui.jobs.launch import DEFAULT_MAX_ATTEMPTS, start_training, write_run_files
 from yolotui.jobs.queue import QueueRequest, describe_spec, queue_spec, resolve_after
 from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.runextras import RunExtras
 
 
 @dataclass
@@ -28,7 +29,8 @@ class NewRunRequest:
     `layout`: process-layout flags (nproc_per_node, nnodes, node_rank, rdzv_endpoint, rdzv_id, master_addr,
     master_port); `max_attempts`: attempts in all (see jobs.launch.restart_limit); `backoff_s`: seconds
     before the first retry (None: the supervisor's default); `queue`: what to wait for before starting;
-    `slurm`: a yolotui.runs.slurm.SlurmOptions to submit the run as a SLURM job (None: run here).
+    `slurm`: a yolotui.runs.slurm.SlurmOptions to submit the run as a SLURM job (None: run here);
+    `extras`: notifications, stall timeout, logging.
     """
 
     options: dict[str, Any]
@@ -37,6 +39,7 @@ class NewRunRequest:
     backoff_s: float | None = None
     backend: str = ENGINE
     queue: QueueRequest | None = None
+    extras: RunExtras = field(default_factory=RunExtras)
     slurm: Any | None = None
 
 
@@ -49,6 +52,7 @@ class PreparedRun:
     hyp: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     lock_fd: int | None = None  # the run's lock, held since before opt.yaml was written; launch takes it over
+    notes: list[str] = field(default_factory=list)  # facts worth a line, not problems (shipped configs used)
 
 
 def check_weights_file(path: str | Path) -> list[str]:
@@ -77,7 +81,8 @@ def prepare_run(options: dict[str, Any]) -> PreparedRun:
     from yolotui.jobs.preflight import check_data, check_model
     from yolotui.runs import layout, lock, store
 
-    opt, warnings = validate_options(default_options(**options))
+    notes: list[str] = []
+    opt, warnings = validate_options(default_options(**options), notes=notes)
     if opt["weights"]:
         warnings += check_weights_file(opt["weights"])
     check_data(opt["data"])  # issue 14, item 13: bad data or model files fail here, before anything detaches
@@ -96,12 +101,14 @@ def prepare_run(options: dict[str, Any]) -> PreparedRun:
     except BaseException:
         lock.release(lock_fd)
         raise
-    return PreparedRun(run_dir, opt, hyp, warnings, lock_fd)
+    return PreparedRun(run_dir, opt, hyp, warnings, lock_fd=lock_fd, notes=notes)
 
 
 def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
-                    notes: list[str] | None = None) -> StartedRun:
-    """Start a prepared run; its folder is removed again (unless --exist-ok) when the launch is refused."""
+                    notes: list[str] | None = None, run_extra: dict[str, Any] | None = None) -> StartedRun:
+    """Start a prepared run; its folder is removed again (unless --exist-ok) when the launch is refused.
+
+    `run_extra`: the request's extras as run.yaml entries, checked before the folder was made."""
     from yolotui.runs import lock
 
     request = request or NewRunRequest(options={})
@@ -109,19 +116,21 @@ def launch_prepared(prepared: PreparedRun, request: NewRunRequest | None = None,
     try:
         try:
             queue = queue_spec(request.queue, str(prepared.opt.get("device") or ""))
+            run_extra = run_extra if run_extra is not None else request.extras.entries()
         except BaseException:
             lock.release(lock_fd)
             raise
         warnings = start_training(prepared.run_dir, prepared.opt, max_attempts=request.max_attempts,
                                   dist_flags=request.layout, backoff_s=request.backoff_s, backend=request.backend,
-                                  queue=queue, slurm=request.slurm, lock_fd=lock_fd)
+                                  queue=queue, slurm=request.slurm, run_extra=run_extra, lock_fd=lock_fd)
     except UserError:
         if not prepared.opt.get("exist_ok"):
             shutil.rmtree(prepared.run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run
         raise
     if queue:
         notes = [*(notes or []), describe_spec(queue)]
-    return started(prepared.run_dir, "queued" if queue else "started", [*prepared.warnings, *warnings], notes)
+    return started(prepared.run_dir, "queued" if queue else "started", [*prepared.warnings, *warnings],
+                   [*prepared.notes, *(notes or [])])
 
 
 def new_run(request: NewRunRequest) -> StartedRun:
@@ -129,4 +138,5 @@ def new_run(request: NewRunRequest) -> StartedRun:
     if request.backoff_s is not None and (not math.isfinite(request.backoff_s) or request.backoff_s < 0):
         raise UserError(f"--restart-backoff {request.backoff_s:g}: give a finite number of seconds, 0 or more")
     resolve_after(request.queue)  # an unknown --after RUN is refused before the folder is made
-    return launch_prepared(prepare_run(request.options), request)
+    run_extra = request.extras.entries()  # a bad --log-config is refused before any folder is made
+    return launch_prepared(prepare_run(request.options), request, run_extra=run_extra)

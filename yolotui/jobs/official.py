@@ -7,7 +7,7 @@ See yolotui/backends/official.py for the command, the run.yaml entries and what 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from yolotui.backends.official import (
 )
 from yolotui.errors import UserError
 from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.runextras import RunExtras
 from yolotui.runs import layout
 
 
@@ -43,6 +44,7 @@ class OfficialRunRequest:
     name: str | None = None
     exist_ok: bool | None = None
     cwd: Path | None = None
+    extras: RunExtras = field(default_factory=RunExtras)  # notifications, stall timeout (log growth), logging
 
 
 def check_interpreter(python: str) -> list[str]:
@@ -80,6 +82,7 @@ def start_official(request: OfficialRunRequest) -> StartedRun:
     name = request.name or flag_name
     exist_ok = flag_exist_ok if request.exist_ok is None else request.exist_ok
     store.validate_name(name)
+    run_extra = request.extras.entries()  # a bad --log-config is refused before the folder is made
     lines = check_interpreter(cmd.python)
     if exist_ok and (project / name / layout.WEIGHTS_DIR / layout.LAST_PT).exists():
         raise UserError(f"{project / name} already holds weights/last.pt: resume it with "
@@ -92,7 +95,7 @@ def start_official(request: OfficialRunRequest) -> StartedRun:
     device, _ = split_flags(list(args), {"--device": 1})
     try:
         launch(run_dir, spec.command, name=run_dir.name, backend=NAME, max_attempts=request.max_attempts,
-               extra=spec.extra, cwd=cwd, device=device.get("--device") or None, **kwargs)
+               extra={**spec.extra, **run_extra}, cwd=cwd, device=device.get("--device") or None, **kwargs)
     except UserError:
         if not exist_ok:
             import shutil

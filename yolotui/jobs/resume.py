@@ -14,6 +14,7 @@ from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.runextras import RunExtras
 
 RESUME_CHANGEABLE = ("epochs", "batch_size", "device", "workers")
 
@@ -33,6 +34,7 @@ class ResumeRequest:
     workers: int | None = None
     layout: dict[str, Any] = field(default_factory=dict)
     from_ckpt: str | None = None
+    extras: RunExtras = field(default_factory=RunExtras)  # given again: replace the run's; else kept
     slurm: Any | None = None
 
 
@@ -96,6 +98,7 @@ def resume(request: ResumeRequest) -> StartedRun:
     from yolotui.runs.runconfig import read_backend
 
     epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
+    run_extra = request.extras.entries()
     run_dir = run_dir_for(request.target)
     from yolotui.runs.launcher import refuse_live_slurm_job
 
@@ -130,9 +133,11 @@ def resume(request: ResumeRequest) -> StartedRun:
         lock.release(lock_fd)
         raise
     warnings = start_training(run_dir, opt, overrides, dist_flags={**saved, **(request.layout or {})},
-                              backend=read_backend(run_dir), slurm=slurm, lock_fd=lock_fd)
+                              backend=read_backend(run_dir), slurm=slurm, run_extra=run_extra, lock_fd=lock_fd)
     verb = "extending" if epochs is not None and epochs > planned else "resumed"
-    note = f"{verb} from epoch {done}, batch {manifest.get('step', 0)} of {epochs or planned} epochs"
+    from yolotui import formatting
+
+    note = f"{verb} after {formatting.epochs_done(done, epochs or planned, manifest.get('step', 0))}"
     return started(run_dir, verb, warnings, [note])
 
 

@@ -18,6 +18,8 @@ NAN = "nan"
 DATA = "data"
 KILLED = "killed"
 CRASH = "crash"
+HANG = "hang"  # no progress: the stall watchdog stopped the trainer (yolotui/runs/watchdog.py)
+HOST_OOM = "host-oom"  # SIGKILL from the kernel's OOM killer (yolotui/runs/hostoom.py)
 DISK = "disk"  # out of disk space or quota: never retried (issue 14, item 12)
 
 DEFAULT_BACKOFF_S = 2.0
@@ -39,6 +41,7 @@ class Decision:
     state: str = FAILED
     message: str = ""
     settings: dict[str, Any] = field(default_factory=dict)  # what the remedy changed: {name: [was, now]}
+    counted: bool = True  # False: a retry on its class's own budget (comm), not counted against max_attempts
 
 
 def restart_settings(run_config: dict[str, Any]) -> tuple[int, float, float]:

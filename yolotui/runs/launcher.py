@@ -29,7 +29,7 @@ from yolotui.errors import UserError
 from yolotui.runs import index, lock, policy, procs
 from yolotui.runs.layout import QUEUED, STOP_REQUEST, SUPERVISOR_LOG
 from yolotui.runs.runconfig import RESERVED_KEYS, run_yaml_field, write_run_config
-from yolotui.runs.status import RunStatus, read_status, write_status
+from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status
 from yolotui.runs.store import check_writable, validate_name
 
 if TYPE_CHECKING:
@@ -288,6 +288,12 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
     _clear_requests(run_dir, keep_stop=True)
     status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
                        command=argv, backend=backend, device=device)
+    status.launching = True  # queued, not interrupted, until the supervisor takes the lock (status.state_of)
+    previous = read_status(run_dir)
+    if previous is not None:  # a resume: keep the first start and the time the earlier attempts ran
+        status.started = previous.started
+        status.earlier_seconds = (previous.earlier_seconds or 0.0) + (
+            attempt_seconds(list(previous.attempts or []), previous.ended or previous.updated) or 0.0)
     if queue:
         from yolotui.runs.queue import describe
 

@@ -49,7 +49,19 @@ def acquire(run_dir: Path) -> int | None:
         os.close(fd)
         return None
     os.set_inheritable(fd, False)
+    try:
+        os.utime(fd)  # the lock file's mtime says when a supervisor last took the lock (see taken_at)
+    except OSError:
+        pass
     return fd
+
+
+def taken_at(run_dir: Path) -> float | None:
+    """When a process last took the run's lock (the lock file's mtime), None when it never was."""
+    try:
+        return lock_path(run_dir).stat().st_mtime
+    except OSError:
+        return None
 
 
 def owner(run_dir: Path) -> str:

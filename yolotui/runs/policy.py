@@ -9,6 +9,10 @@ easy to test and to extend. The classes today:
 - killed by a signal the supervisor did not send (SIGKILL from the OOM killer, `kill` by hand ...)
                                            -> class `killed`, no retry: offered for resume
 - the command could not be started        -> class `data` (a configuration error), no retry
+- the stall watchdog ended it (`hang` in the record)
+                                           -> class `hang`, resumed from last.pt
+- SIGKILL with evidence of the kernel's OOM killer (`host_oom` in the record)
+                                           -> class `host-oom`, resumed with fewer workers and no RAM cache
 - out of disk space (ENOSPC / quota, in the error event or the log tail)
                                            -> class `disk`, no retry; the message names the folder and free space
 - any other nonzero exit                   -> class `crash`, retried while attempts < max_attempts
@@ -35,6 +39,8 @@ from yolotui.runs.decision import (  # noqa: F401 (policy.Decision, policy.OOM .
     DEFAULT_BACKOFF_MAX_S,
     DEFAULT_BACKOFF_S,
     DISK,
+    HANG,
+    HOST_OOM,
     KILLED,
     NAN,
     OOM,
@@ -105,6 +111,10 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
         return Decision(retry=False, state=FAILED, failure_class=DATA,
                         message=f"cannot start the command: {record['spawn_error']}",
                         remedy="fix the command (is it installed and on PATH?) and start a new run")
+    if record.get("hang"):  # the stall watchdog ended it: whatever the exit looks like, it was a hang
+        return plan_remedy(HANG, f"{how} after a stall: {record['hang']}", record, run_config,
+                           events_since_attempt, run_dir=record.get("run_dir"),
+                           changes_so_far=record.get("changes_so_far"))
     event_class, event_message = classify_events(events_since_attempt)
     if exit_signal is None and exit_code == 0:
         if any(e.get("type") == "stop" for e in events_since_attempt):
@@ -121,6 +131,11 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     # CUDA/NCCL messages in the log tail of a command that writes no events).
     sent = set(record.get("signals_sent") or ())
     outside_signal = exit_signal if exit_signal is not None else _SIGNAL_EXIT_CODES.get(exit_code)
+    if event_class is None and outside_signal == signal.SIGKILL and outside_signal not in sent \
+            and record.get("host_oom"):
+        return plan_remedy(HOST_OOM, f"{how} by the kernel's OOM killer: {record['host_oom']}", record,
+                           run_config, events_since_attempt, run_dir=record.get("run_dir"),
+                           changes_so_far=record.get("changes_so_far"))
     if event_class is None and outside_signal in _OUTSIDE_SIGNALS and outside_signal not in sent:
         name = record.get("name") or run_config.get("name") or ""
         return Decision(retry=False, state=FAILED, failure_class=KILLED,

@@ -10,14 +10,18 @@
 | nan    | resume from weights/last.pt, the last checkpoint written with finite losses (the trainer never |
 |        | replaces it with a diverged state), with the learning rate halved (--lr-scale)                 |
 | data   | stop, no retry: the message names the file and line                                            |
+| hang   | resume from weights/last.pt with backoff (the stall watchdog ended the attempt)                |
+| host-oom | resume with half the data-loader workers and without the RAM cache                           |
 | crash  | resume with backoff, up to the attempt limit                                                   |
 
 `killed` (a signal yolotui did not send) is decided in policy.decide: never retried, offered for resume.
+`disk` (out of space or quota) is decided there too: never retried; the message names the folder and its free
+space.
 Every remedy is bounded by the attempt limit (`restart.max_attempts` in run.yaml). `plan_remedy` is a pure
 function of what the supervisor saw (plus the run's last.pt manifest, read for the message), torch-free.
 
 run.yaml `restart` settings read here: max_attempts, backoff_s, backoff_max_s, min_batch (default 1),
-collective_timeout_s (default 600).
+collective_timeout_s (default 600), comm_retries (default 10), comm_window_s (default 3600).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from yolotui import formatting
 from yolotui.runs import decision
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import EventWriter
@@ -35,9 +40,14 @@ from yolotui.runs.layout import EVENTS_JSONL, FAILED, LAST_PT, OPT_YAML, manifes
 NOMINAL_BATCH = 64  # the official trainer's nominal batch: accumulation = round(64 / batch) by default
 DEFAULT_MIN_BATCH = 1
 DEFAULT_COLLECTIVE_TIMEOUT_S = 600
+DEFAULT_COMM_RETRIES = 10
+DEFAULT_COMM_WINDOW_S = 3600.0
+COMM_DEBUG_ENV = {"NCCL_DEBUG": "INFO", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+DEFAULT_WORKERS = 8  # the official default --workers
 EXPANDABLE = "expandable_segments:True"
 BATCH_FLAGS = ("--batch-size", "--batch")
 BACKENDS_WITH_ENGINE_FLAGS = frozenset({"yolotui"})  # commands that take --accumulate and --lr-scale
+TRAINING_BACKENDS = frozenset({"yolotui", "official"})  # commands that always take --workers (and --cache)
 
 
 # ------------------------------------------------------------------------------------ facts of the attempt
@@ -184,16 +194,36 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
         async_name, blocking_name = nccl_env_names()
         timeout_s = int(restart.get("collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S))
         # YOLOTUI_DDP_TIMEOUT_MIN: the engine's process-group timeout (yolotui/engine/ddp.py)
-        changes["env"] = {async_name: "1", blocking_name: "1", "YOLOTUI_DDP_TIMEOUT_MIN": f"{timeout_s / 60:g}"}
+        changes["env"] = {async_name: "1", blocking_name: "1", "YOLOTUI_DDP_TIMEOUT_MIN": f"{timeout_s / 60:g}",
+                          **COMM_DEBUG_ENV}
         settings = {name: [(so_far.get("env") or {}).get(name), value] for name, value in changes["env"].items()}
-        what = (f"resume after {delay:g} s backoff with {async_name}=1, {blocking_name}=1 and a {timeout_s} s "
-                "collective timeout")
+        what = (f"resume after {delay:g} s backoff with {async_name}=1, {blocking_name}=1, a {timeout_s} s "
+                "collective timeout, NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL")
+        budget = comm_budget(record, restart)
+        if budget is not None:
+            return decision.Decision(retry=True, delay_s=delay, changes=changes, settings=settings,
+                                   failure_class=failure_class, message=message, state=FAILED, counted=False,
+                                   remedy=f"{what}; {budget}")
+    elif failure_class == decision.HANG:
+        checkpoint = last_checkpoint(run_dir)
+        what = (f"resume from weights/last.pt (epoch {checkpoint.get('epoch')}, batch {checkpoint.get('step')})"
+                if checkpoint else "restart (no checkpoint was written yet)")
+    elif failure_class == decision.HOST_OOM:
+        changes, settings, what = host_oom_changes(record, run_config, events, engine)
+        if not changes and run_config.get("backend") not in TRAINING_BACKENDS:
+            what = "resume (the command has no --workers or --cache ram to reduce)"
+        elif not changes:
+            return decision.Decision(
+                retry=False, state=FAILED, failure_class=failure_class, message=message,
+                remedy="not retried: the data loader already runs without workers and without --cache ram; "
+                       "free host memory (other processes), use a smaller --batch or --img, or add swap")
+        delay = backoff
     elif failure_class == decision.NAN:
         start = start_event(events)
         flag_scale = flag_value([str(a) for a in record.get("command") or []], ("--lr-scale",))[1]
         scale = float(start.get("lr_scale") or flag_scale or 1.0)
         checkpoint = last_checkpoint(run_dir)
-        source = (f"weights/last.pt (epoch {checkpoint.get('epoch')}, batch {checkpoint.get('step')}), the last "
+        source = (f"weights/last.pt ({formatting.epochs_done(checkpoint.get('epoch'), checkpoint.get('epochs'), checkpoint.get('step'))}), the last "
                   "checkpoint with finite losses" if checkpoint else "the start (no checkpoint was written yet)")
         if engine:
             changes["args"] = {"--lr-scale": scale / 2}
@@ -212,6 +242,8 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
             what = (f"rerun with {' '.join(run_config['resume_args'])} if that checkpoint is resumable then, else "
                     "the original command")
 
+    attempt -= int(record.get("uncounted_attempts") or 0)  # free comm retries do not use up the limit
+
     if attempt >= max_attempts:
         return decision.Decision(retry=False, state=FAILED, failure_class=failure_class, message=message,
                                remedy=f"not retried: attempt limit reached ({max_attempts}); "
@@ -219,6 +251,61 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
     return decision.Decision(retry=True, delay_s=delay, changes=changes, settings=settings,
                            failure_class=failure_class, message=message, state=FAILED,
                            remedy=f"{what}; {_retry_text(attempt, max_attempts, delay)}")
+
+
+def comm_budget(record: dict[str, Any], restart: dict[str, Any]) -> str | None:
+    """Words for a free comm retry when this failure is within the comm budget, else None (it counts).
+
+    `record["comm_failures"]` holds the end times of the run's earlier comm failures (the supervisor keeps them).
+    """
+    limit = int(restart.get("comm_retries", DEFAULT_COMM_RETRIES))
+    window = float(restart.get("comm_window_s", DEFAULT_COMM_WINDOW_S))
+    now = float(record.get("ended") or time.time())
+    recent = [t for t in record.get("comm_failures") or () if now - float(t) <= window] + [now]
+    if len(recent) > limit:
+        return None
+    return (f"comm retry {len(recent)}/{limit} within {window / 3600:g} h, not counted against the attempt "
+            "limit")
+
+
+def _workers_and_cache(command: list[str], run_config: dict[str, Any], events: list[dict[str, Any]]) \
+        -> tuple[int, str | None]:
+    """(data-loader workers, cache mode) the attempt ran with: its flags, start event, run.yaml options.
+
+    A command of another backend (`yolotui exec`) counts only the flags it has: (0, None) without them.
+    """
+    flag_workers, workers_value = flag_value(command, ("--workers",))
+    flag_cache, cache_value = flag_value(command, ("--cache",))
+    bare_cache = "ram" if "--cache" in command and flag_cache is None else None  # `--cache` alone means ram
+    if run_config.get("backend") not in TRAINING_BACKENDS:
+        return (_int(workers_value) or 0) if flag_workers else 0, cache_value or bare_cache
+    options = run_config.get("options") or {}
+    workers = _int((start_event(events).get("config") or {}).get("workers"))
+    if workers is None:
+        workers = _int(workers_value) if flag_workers else _int(options.get("workers"))
+    cache = cache_value if flag_cache else (bare_cache or options.get("cache"))
+    return (DEFAULT_WORKERS if workers is None else workers), cache
+
+
+def host_oom_changes(record: dict[str, Any], run_config: dict[str, Any], events: list[dict[str, Any]],
+                     engine: bool) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """(changes, settings, words) of the host-oom remedy: half the workers, no --cache ram; empty when neither."""
+    command = [str(a) for a in record.get("command") or run_config.get("command") or []]
+    workers, cache = _workers_and_cache(command, run_config, events)
+    args: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
+    words = []
+    if workers > 0:
+        args["--workers"] = workers // 2
+        settings["workers"] = [workers, workers // 2]
+        words.append(f"data-loader workers {workers} -> {workers // 2}")
+    if cache == "ram":
+        args["--cache"] = "none" if engine else None  # the engine takes --cache none; others lose the flag
+        settings["cache"] = ["ram", None]
+        words.append("no --cache ram")
+    if not args:
+        return {}, {}, ""
+    return {"args": args}, settings, "resume with " + " and ".join(words)
 
 
 def apply_file_changes(run_dir: Path, changes: dict[str, Any]) -> dict[str, Any]:

@@ -92,35 +92,26 @@ def settings_defaults() -> dict[str, Any]:
     """
     import yaml
 
-    from yolotui.runs.index import config_dir
+    from yolotui.runs.usersettings import read_yaml_mapping, settings_file
 
-    path = config_dir() / "settings.yaml"
+    path = settings_file()
     try:
         with open(path, "rb") as handle:
-            data = handle.read(SETTINGS_MAX_BYTES + 1)
+            head = handle.read(SETTINGS_MAX_BYTES + 1)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror})") from exc
-    if len(data) > SETTINGS_MAX_BYTES:
-        raise UserError(f"{path}: larger than {SETTINGS_MAX_BYTES // 1024} KiB; is it the right file?")
-    if b"&" in data and b"*" in data:
-        # a settings file has no need of aliases (and they can explode): refused outright
+    if b"&" in head and b"*" in head and len(head) <= SETTINGS_MAX_BYTES:
+        # a settings file has no need of aliases (safe_yaml bounds them; here they are refused outright)
         try:
-            events = list(yaml.parse(data.decode("utf-8", errors="replace")))
+            events = list(yaml.parse(head.decode("utf-8", errors="replace")))
         except yaml.YAMLError:
             events = []
         if any(isinstance(event, yaml.AliasEvent) for event in events):
             raise UserError(f"{path}: YAML aliases (*name) are not allowed in settings; write the values out")
-    from yolotui import safe_yaml
-
-    try:
-        settings = safe_yaml.load_text(data.decode("utf-8", errors="replace"), str(path))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise UserError(f"{path}{where}: not valid YAML; fix it") from exc
-    slurm = (settings or {}).get("slurm") if isinstance(settings, dict) else None
+    settings = read_yaml_mapping(path, "settings", SETTINGS_MAX_BYTES)  # size, syntax and line, a mapping
+    slurm = settings.get("slurm")
     if slurm is None:
         return {}
     if not isinstance(slurm, dict):

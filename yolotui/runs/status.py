@@ -1,11 +1,14 @@
 """status.json: written only by the supervisor, atomically; read by everyone, with the derived state.
 
-Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started, updated, ended,
+Fields: name, run_dir, state, attempt, max_attempts, supervisor_pid, trainer_pid, started (the run's FIRST
+start: a resume keeps it), earlier_seconds (wall time of the attempts of earlier supervisors: before the latest
+resume), launching (a launcher wrote it; its supervisor is starting), updated, ended,
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
 remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
-queue (what a queued run waits for, see yolotui.runs.queue) and slurm (job_id, restarts, nodes) for a run
-submitted to SLURM, whose liveness is its job's state, not the lock.
+queue (what a queued run waits for, see yolotui.runs.queue), slurm (job_id, restarts, nodes) for a run
+submitted to SLURM, whose liveness is its job's state, not the lock, and notifications (how many were sent
+and failed, and the last error).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class RunStatus:
     supervisor_pid: int | None = None
     trainer_pid: int | None = None
     started: float | None = None
+    earlier_seconds: float = 0.0
     updated: float | None = None
     ended: float | None = None
     exit_code: int | None = None
@@ -46,7 +50,9 @@ class RunStatus:
     device: str | None = None
     attempts: list[dict[str, Any]] = field(default_factory=list)
     remedies: list[dict[str, Any]] = field(default_factory=list)
+    launching: bool = False  # written by a launcher before its supervisor starts (see state_of)
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
+    notifications: dict[str, Any] | None = None  # sent, failed, last_error (yolotui/runs/notify.py)
     # a queued run's wait (yolotui.runs.queue): spec, reason, since, waiting_on, gpus, claimed, started
     queue: dict[str, Any] | None = None
     slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/runs/slurm.py)
@@ -60,6 +66,34 @@ class RunStatus:
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form."""
         return asdict(self)
+
+
+def attempt_seconds(attempts: list[dict[str, Any]], end_of_open: float | None) -> float | None:
+    """Wall time of `attempts` (sum of ended - started); an attempt with no end counts up to `end_of_open`
+    (None: it is skipped). None when no attempt records a start."""
+    total, counted = 0.0, False
+    for record in attempts:
+        if not isinstance(record, dict) or not isinstance(record.get("started"), (int, float)):
+            continue
+        end = record.get("ended") if isinstance(record.get("ended"), (int, float)) else end_of_open
+        if end is None:
+            continue
+        total += max(0.0, float(end) - float(record["started"]))
+        counted = True
+    return total if counted else None
+
+
+def elapsed_seconds(status: RunStatus, now: float, live: bool) -> float | None:
+    """Time spent running: the sum over attempts, earlier supervisors' attempts included (resumes do not count
+    the time the run lay stopped). Falls back to ended/now - started when no attempt records its times."""
+    end_of_open = now if live else (status.ended or status.updated)
+    spent = attempt_seconds(list(status.attempts or []), end_of_open)
+    if spent is None:
+        if not status.started:
+            return None
+        end = status.ended if status.ended and not live else now
+        return max(0.0, end - status.started)
+    return (status.earlier_seconds or 0.0) + spent
 
 
 def status_path(run_dir: Path) -> Path:
@@ -127,10 +161,21 @@ def write_status_resilient(run_dir: Path, status: RunStatus) -> str | None:
     return first + "; rewritten in place"
 
 
-def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None) -> str:
+# A launcher writes `queued` (with no supervisor pid yet) a moment before its supervisor takes the lock (it
+# waits up to 2 s for it): such a status younger than this, whose lock nobody took since, is a run starting
+# (a deliberate resume), not a supervisor that died. Once a supervisor took the lock (lock.taken_at) or wrote
+# its own status (it names its pid), a free lock means interrupted at once.
+QUEUED_GRACE_S = 10.0
+
+
+def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None, *, updated: float | None = None,
+             supervisor_pid: int | None = None, launching: bool = False) -> str:
     """The one "interrupted" rule: a recorded live state (or none at all) whose lock is free is `interrupted`;
-    no status yet but the lock held is `queued`. A SLURM run (`slurm_job`) takes its liveness from the job's
-    state instead of the lock (yolotui/runs/slurm.py), since the lock is held on another machine."""
+    no status yet but the lock held is `queued`; a `queued` status that a launcher wrote (`launching`, no
+    `supervisor_pid`)
+    in the last QUEUED_GRACE_S seconds (`updated`), whose lock was not taken since, stays `queued` while its
+    supervisor starts. A SLURM run (`slurm_job`) takes its liveness from the job's state instead of the lock
+    (yolotui/runs/slurm.py), since the lock is held on another machine."""
     if slurm_job:
         from yolotui.runs import slurm
 
@@ -138,6 +183,11 @@ def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None) 
     if recorded is None:
         return QUEUED if lock.is_held(Path(run_dir)) else INTERRUPTED
     if recorded in LIVE_STATES and not lock.is_held(Path(run_dir)):
+        if (recorded == QUEUED and launching and not supervisor_pid and isinstance(updated, (int, float))
+                and 0 <= time.time() - updated < QUEUED_GRACE_S):
+            taken = lock.taken_at(Path(run_dir))
+            if taken is None or taken < updated:
+                return QUEUED
         return INTERRUPTED
     return recorded
 
@@ -148,7 +198,10 @@ def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
     A SLURM run's liveness is its job's state (yolotui/runs/slurm.py), not the lock.
     """
     status = status if status is not None else read_status(run_dir)
-    return state_of(run_dir, status.state if status is not None else None, slurm_job_of(status))
+    if status is None:
+        return state_of(run_dir, None)
+    return state_of(run_dir, status.state, slurm_job_of(status), updated=status.updated,
+                    supervisor_pid=status.supervisor_pid, launching=bool(status.launching))
 
 
 def slurm_job_of(status: RunStatus | dict | None) -> str | None:

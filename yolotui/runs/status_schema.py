@@ -13,6 +13,7 @@ import math
 _NUMBER = "a number"
 _INT = "a whole number"
 _TEXT = "text"
+_BOOL = "true or false"
 
 # field -> (expected kind, may be null)
 FIELDS = {
@@ -24,12 +25,16 @@ FIELDS = {
     "failure_class": (_TEXT, True), "message": (_TEXT, True), "backend": (_TEXT, False), "device": (_TEXT, True),
     "command": ("a list of text", False), "attempts": ("a list of objects", False),
     "remedies": ("a list of objects", False), "stop": ("an object", True),
+    "earlier_seconds": (_NUMBER, False), "launching": (_BOOL, False), "notifications": ("an object", True),
+    "queue": ("an object", True), "slurm": ("an object", True),
 }
 
 
 def _fits(kind: str, value: object) -> bool:
     if kind == _TEXT:
         return isinstance(value, str)
+    if kind == _BOOL:
+        return isinstance(value, bool)
     if kind == _INT:
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == _NUMBER:

@@ -166,9 +166,11 @@ def last_epochs(path: Path) -> tuple[int | None, bool]:
         return None, False
 
 
-def derived_state(run_dir: str | Path, recorded: str | None, slurm_job: str | None = None) -> str:
+def derived_state(run_dir: str | Path, recorded: str | None, slurm_job: str | None = None, *,
+                  updated: float | None = None, supervisor_pid: int | None = None, launching: bool = False) -> str:
     """The state to show (the one rule, yolotui.runs.status.state_of; a SLURM run's from its job)."""
-    return state_of(Path(run_dir), recorded, slurm_job)
+    return state_of(Path(run_dir), recorded, slurm_job, updated=updated, supervisor_pid=supervisor_pid,
+                    launching=launching)
 
 
 def _checkpoint_mtime(folder: str) -> float | None:
@@ -195,7 +197,9 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
     recorded = str(status.get("state")) if status is not None and status.get("state") else None
     job = slurm_job_of(status)
     summary = RunSummary(name=name or (status or {}).get("name") or os.path.basename(folder), path=folder,
-                         state=derived_state(folder, recorded, job))
+                         state=derived_state(folder, recorded, job, updated=(status or {}).get("updated"),
+                                             supervisor_pid=(status or {}).get("supervisor_pid"),
+                                             launching=bool((status or {}).get("launching"))))
     if job:
         from yolotui.runs import slurm
 

@@ -25,6 +25,7 @@ forced), SIGKILL after the grace period, records both times in status.json's `st
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import shlex
 import signal
@@ -37,8 +38,9 @@ from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.runs import lock, policy, procs, remedies
-from yolotui.runs.events import EventFollower
+from yolotui.runs import notify as notifications
 from yolotui.runs.grace import checkpoint_being_written, effective_grace
+from yolotui.runs.hostoom import MemoryWatch
 from yolotui.runs.launcher import LOCK_FD_FLAG
 from yolotui.runs.layout import (
     EVENTS_JSONL,
@@ -53,11 +55,16 @@ from yolotui.runs.layout import (
 )
 from yolotui.runs.manifest import reconcile_run
 from yolotui.runs.nofollow import append_bytes, open_append
-from yolotui.runs.runconfig import read_run_config
-from yolotui.runs.status import RunStatus, read_status, write_status_resilient
+from yolotui.runs.runconfig import handles_save_signal, read_run_config
+from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status_resilient
 from yolotui.runs.stoprequest import read_stop_request
+from yolotui.runs.usersettings import load_user_settings
+from yolotui.runs.watchdog import StallWatch, WatchdogSettings
 
 POLL_S = 0.1
+WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks
+FINAL_NOTIFY_WAIT_S = 10.0  # how long the ended run waits for its last notification before releasing the lock
+MEMORY_EVERY = 4  # the memory sampler (a /proc scan) looks every 4th time: every 2 s
 QUEUE_POLL_S = 2.0  # how often a queued run checks its conditions (YOLOTUI_QUEUE_POLL_S overrides)
 DEFAULT_GRACE_S = 30.0
 WRITE_SETTLE_S = 5.0  # after a checkpoint write seen during a stop, the trainer gets this long to exit
@@ -84,12 +91,14 @@ def _now_iso(ts: float | None = None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts if ts is not None else time.time()))
 
 
-def log(message: str) -> None:
-    """A timestamped line on the supervisor's own log (its stdout is RUN/supervisor.log); never raises."""
-    try:
-        print(f"[{_now_iso()}] {message}", flush=True)
-    except OSError:  # a full disk must not take the supervisor down (issue 14, item 12)
-        pass
+LOG = logging.getLogger("yolotui.supervisor")
+
+
+def log(message: str, level: int = logging.INFO) -> None:
+    """A record of the `yolotui.supervisor` logger: by default a timestamped line on the supervisor's own log
+    (its stdout is RUN/supervisor.log); a --log-config adds its handlers (yolotui/runs/logconfig.py). Never
+    raises: logging's handlers swallow write errors such as a full disk (issue 14, item 12)."""
+    LOG.log(level, message)
 
 
 class Supervisor:
@@ -111,6 +120,12 @@ class Supervisor:
         self.stray_signals: list[int] = []
         self.write_seen_at = 0.0  # when a checkpoint write was last seen under way during a stop
         self.stop_mtime_ns: int | None = None  # of the stop.request acted on; a newer one may force the stop
+        self.notifier = notifications.Notifier(notifications.Targets(), log=log)
+        self.watch: StallWatch | None = None  # the stall watchdog of the current attempt (issue 16)
+        self.memory: MemoryWatch | None = None  # host memory of the current attempt, for host-oom
+        self.best_seen = 0.0
+        self.watchdog = WatchdogSettings()
+        self.watch_count = 0
 
     # -- signals and status ---------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -231,6 +246,8 @@ class Supervisor:
             if self.trainer is not None and pid == self.trainer.pid:
                 self.trainer_wait_status = wait_status
                 self.trainer.returncode = os.waitstatus_to_exitcode(wait_status)
+            elif self.notifier.reaped(pid, wait_status):
+                self.status.notifications = dict(self.notifier.counts)
 
     def child_setup(self) -> None:
         """Runs in the forked child before exec: default SIGHUP, die with the supervisor (Linux)."""
@@ -266,15 +283,44 @@ class Supervisor:
         """Called on every poll while the trainer runs; subclasses act on their own requests here."""
 
     def wait_for_trainer(self) -> None:
-        """Poll until the trainer exits, acting on stop requests as they come."""
+        """Poll until the trainer exits, acting on stop requests as they come, watching for stalls."""
+        next_watch = 0.0
         while self.trainer_wait_status is None:
             self.note_stray_signals()
             self.tick()
             if self.stop_wanted() is not None:
                 self.advance_stop()
             self.reap()
+            if self.trainer_wait_status is None and time.monotonic() >= next_watch:
+                next_watch = time.monotonic() + WATCH_INTERVAL_S
+                self.watch_step()
             if self.trainer_wait_status is None:
                 time.sleep(POLL_S)
+
+    def watch_step(self) -> None:
+        """One look at the attempt's progress and memory; escalates a stall (issue 16)."""
+        self.notifier.poll()
+        self.watch_count += 1
+        if self.memory is not None and self.watch_count % MEMORY_EVERY == 0:
+            self.memory.sample(self.trainer_pgid)
+        if self.watch is None:
+            return
+        for event in self.watch.poll():
+            fitness = event.get("fitness") if event.get("type") == "epoch" else None
+            if isinstance(fitness, (int, float)) and fitness > self.best_seen \
+                    and fitness >= float(event.get("best_fitness") or 0.0):  # the trainer's best, not a resume's
+                self.best_seen = float(fitness)
+                self.notifier.send(notifications.best_event(self.status.name, self.run_dir, event))
+        was_fired = self.watch.fired
+        sig = self.watch.step(self.trainer.pid if self.trainer is not None else None) if self.stop is None else None
+        if self.watch.fired and not was_fired:
+            log(f"stall watchdog: {self.watch.message()}; trainer facts: {self.watch.facts}")
+            self.notifier.send(notifications.make_event(
+                "stall", self.status.name, self.run_dir, self.watch.message(), attempt=self.status.attempt,
+                facts=self.watch.facts))
+        if sig is not None:
+            log(f"stall watchdog: sending {policy.signal_name(sig)}")
+            self.send_group(sig)
 
     def clear_group(self) -> None:
         """Signal what is left of the trainer's process group after the trainer exited, and reap it."""
@@ -327,6 +373,8 @@ class Supervisor:
         env["YOLOTUI_ATTEMPT"] = str(attempt)
         if self.lock_fd is not None:
             env["YOLOTUI_LOCK_FD"] = str(self.lock_fd)
+        log(f"attempt {attempt}: environment additions {policy.env_for_attempt(self.config, changes)}",
+            logging.DEBUG)
         return env
 
     def finish(self, state: str, message: str, record: dict[str, Any] | None = None,
@@ -344,6 +392,15 @@ class Supervisor:
             self.status.stop = dict(self.stop)
         self.save()
         log(f"run {state}: {message}")
+        remedy = str((record or {}).get("remedy") or "")
+        self.notifier.send(notifications.final_event(self.status.name, self.run_dir, state, message,
+                                                     failure_class, remedy, self.status.attempt,
+                                                     self.watch.kept if self.watch is not None else []))
+        # the lock is held while waiting: a sender still busy after this goes on alone (not counted)
+        self.notifier.drain(min(self.notifier.targets.timeout_s + 5.0, FINAL_NOTIFY_WAIT_S))
+        if self.notifier.counts["sent"] or self.notifier.counts["failed"]:
+            self.status.notifications = dict(self.notifier.counts)
+            self.save()
 
     # -- the queue ------------------------------------------------------------------------------------------
     def wait_in_queue(self) -> bool:
@@ -391,6 +448,7 @@ class Supervisor:
                     log(f"queue: {verdict.reason}")
                 deadline = time.time() + interval
                 while time.time() < deadline and self.stop_wanted() is None:
+                    self.note_stray_signals()
                     time.sleep(POLL_S)
         finally:
             sampler.close()
@@ -398,6 +456,7 @@ class Supervisor:
     def begin(self) -> int:
         """Read run.yaml and reset status.json for a new life of the run; returns the attempt limit."""
         self.config = read_run_config(self.run_dir)
+        apply_logging(self.config.get("logging"))
         max_attempts, _, _ = policy.restart_settings(self.config)
         previous = read_status(self.run_dir)
         self.status = previous if previous is not None else RunStatus()
@@ -408,20 +467,33 @@ class Supervisor:
         self.status.device = self.config.get("device")
         self.status.max_attempts = max_attempts
         self.status.supervisor_pid = self.pid
-        self.status.started = time.time()
+        self.status.launching = False
+        if previous is not None:  # a resume: the run's first start stays, earlier attempts' time is kept
+            earlier = attempt_seconds(list(previous.attempts or []), previous.ended or previous.updated)
+            self.status.earlier_seconds = (previous.earlier_seconds or 0.0) + (earlier or 0.0)
+        self.status.started = (previous.started if previous is not None else None) or time.time()
         self.status.ended = None
         self.status.attempt = 0
         self.status.attempts = []
         self.status.remedies = []
         self.status.stop = None
+        self.status.notifications = None
         self.status.queue = None
+        settings = load_user_settings()
+        self.notifier.targets = notifications.targets_for(self.config, settings)
+        self.watchdog = WatchdogSettings.from_configs(self.config, settings)
         self.save()  # the supervisor is in charge from here: the launcher waits for this
         return max_attempts
 
     def run(self) -> int:
         """Run attempts until the policy says stop; returns the supervisor's exit code."""
         max_attempts = self.begin()
+        watchdog = self.watchdog
         log(f"supervising {self.run_dir} (pid {self.pid}, up to {max_attempts} attempt(s))")
+        if self.notifier.targets:
+            log(f"notifications: {len(self.notifier.targets.urls)} URL(s)"
+                + (", a command hook" if self.notifier.targets.command else ""))
+        uncounted, comm_failures = 0, []
         if not self.wait_in_queue():
             return 0
         if self.status.started is None:
@@ -443,10 +515,14 @@ class Supervisor:
             }
             self.status.attempt = attempt
             self.status.attempts.append(record)
-            events = EventFollower(self.run_dir / EVENTS_JSONL, offset=_size(self.run_dir / EVENTS_JSONL))
+            events_offset = _size(self.run_dir / EVENTS_JSONL)
             self.marker(f"attempt {attempt}/{max_attempts} started {_now_iso()}: {_display(argv)}")
             self.signals_sent = []
             log_offset = _size(self.run_dir / TRAIN_LOG)  # this attempt's output starts here
+            self.watch = StallWatch(watchdog, self.run_dir / EVENTS_JSONL, events_offset, self.run_dir / TRAIN_LOG,
+                                    log_offset, uses_events=self.status.backend == "yolotui",
+                                    save_signal=handles_save_signal(self.config))
+            self.memory = MemoryWatch()
             spawn_error = None
             try:
                 self.spawn(argv, self.attempt_env(attempt, changes))
@@ -470,8 +546,15 @@ class Supervisor:
                 log(note)
             record["ended"] = time.time()
             self.status.trainer_pid = None
-            attempt_events = [e for e in events.poll() if e.get("attempt", attempt) == attempt]
+            self.watch.poll()
+            attempt_events = [e for e in self.watch.kept if e.get("attempt", attempt) == attempt]
+            if self.watch.fired:
+                record["stall"] = self.watch.facts
             facts = {**record, "stop_requested": self.stop_wanted() is not None,
+                     "hang": self.watch.message() if self.watch.fired else None,
+                     "host_oom": self.memory.evidence([self.trainer.pid] if self.trainer else [])
+                     if record["exit_signal"] == signal.SIGKILL else None,
+                     "uncounted_attempts": uncounted, "comm_failures": list(comm_failures),
                      "signals_sent": list(self.signals_sent), "spawn_error": spawn_error,
                      "run_dir": str(self.run_dir), "changes_so_far": changes, "name": self.status.name,
                      "log_tail": _tail_text(self.run_dir / TRAIN_LOG, log_offset)}
@@ -484,6 +567,11 @@ class Supervisor:
                     remedies.record_remedy_event(self.run_dir, attempt, decision)
                 except (OSError, UserError) as exc:  # a full disk or a planted link: the status still says it
                     log(f"warning: cannot write the remedy event: {getattr(exc, 'strerror', None) or exc}")
+            if decision.failure_class == policy.COMM:
+                comm_failures.append(record["ended"])
+            if decision.retry and not decision.counted:
+                uncounted += 1
+                record["counted"] = False
             how = policy.describe_exit(record["exit_code"], record["exit_signal"])
             self.marker(f"attempt {attempt} ended {_now_iso()}: {how}; {decision.remedy or decision.state}")
             log(f"attempt {attempt} ended: {how} -> {decision.failure_class or decision.state}; {decision.remedy}")
@@ -507,10 +595,17 @@ class Supervisor:
             self.status.exit_code = record["exit_code"]
             self.status.exit_signal = record["exit_signal"]
             self.save()
+            self.notifier.send(notifications.make_event(
+                "restart", self.status.name, self.run_dir,
+                notifications.restart_text(decision.failure_class, decision.settings,
+                                           remedies.last_checkpoint(self.run_dir), decision.remedy),
+                attempt=attempt + 1, failure_class=decision.failure_class, remedy=decision.remedy,
+                message=decision.message))
             deadline = time.time() + decision.delay_s
             while time.time() < deadline and self.stop_wanted() is None:
                 self.note_stray_signals()
                 self.reap()
+                self.notifier.poll()
                 time.sleep(POLL_S)
 
     def fail(self, message: str) -> None:
@@ -546,6 +641,17 @@ def _size(path: Path) -> int:
         return 0
 
 
+def apply_logging(entry: dict[str, Any] | None) -> None:
+    """Configure the supervisor's logging from run.yaml's `logging` entry; the defaults when it cannot apply."""
+    from yolotui.runs.logconfig import apply
+
+    try:
+        apply(entry, "supervisor")
+    except (ValueError, TypeError, AttributeError, ImportError, OSError, UserError) as exc:
+        apply(None, "supervisor")
+        log(f"logging configuration from run.yaml not applied: {exc}", logging.WARNING)
+
+
 def acquire_lock(run_dir: Path, wait_s: float = LOCK_TRIES * 0.05) -> int | None:
     """Take RUN/.lock, retrying for `wait_s` past readers' momentary shared probes; None if really held."""
     deadline = time.monotonic() + wait_s
@@ -578,6 +684,7 @@ def main(argv: list[str] | None = None, supervisor_class: type[Supervisor] = Sup
     """Entry point: supervise the run folder given as the only argument (with `supervisor_class`); waits up to
     `lock_wait_s` for RUN/.lock."""
     args = sys.argv[1:] if argv is None else argv
+    apply_logging(None)
     inherited: int | None = None
     if len(args) == 3 and args[1] == LOCK_FD_FLAG and args[2].isdigit():
         inherited, args = int(args[2]), args[:1]

@@ -163,7 +163,7 @@ class GpuSampler:
     def sample(self, own_pids: Iterable[int] | None = None) -> GpuSnapshot:
         """One snapshot of every GPU (the run's processes, `own_pids` or the sampler's, marked)."""
         own = set(own_pids) if own_pids is not None else self.own_pids
-        host = read_host()
+        host = read_host(own)
         now = time.time()
         reason = self._init()
         if reason:

@@ -56,3 +56,28 @@ class History:
     def timestamps(self) -> list[float]:
         """The snapshots' times."""
         return [snapshot.ts for snapshot in self._snapshots]
+
+
+HISTORY_S = 600.0  # the GPU panel keeps ten minutes (issue 16)
+
+
+def samples_for(seconds: float, interval_s: float | None, floor: int = 60) -> int:
+    """How many samples taken every `interval_s` cover `seconds` (at least `floor`)."""
+    if not interval_s or interval_s <= 0:
+        return floor
+    return max(floor, int(-(-seconds // interval_s)))
+
+
+def downsample(values: list[Any], width: int) -> list[Any]:
+    """`values` squeezed into at most `width` points, each the largest of its bucket (peaks stay visible);
+    None where a bucket holds no reading."""
+    if width <= 0:
+        return []
+    if len(values) <= width:
+        return list(values)
+    out: list[Any] = []
+    for cell in range(width):
+        start, end = cell * len(values) // width, (cell + 1) * len(values) // width
+        bucket = [v for v in values[start:end] if v is not None]
+        out.append(max(bucket) if bucket else None)
+    return out

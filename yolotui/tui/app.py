@@ -24,6 +24,7 @@ from yolotui.tui.screens.home import COLUMNS, HomeScreen
 from yolotui.tui.sources import make_sampler
 
 GPU_INTERVAL_S = 1.0
+REPLACED_COMMANDS = {"Keys"}  # Textual's palette entries that one of ours does better ("Help: keys")
 
 
 class YolotuiApp(RunActionsMixin, App[int]):
@@ -51,6 +52,7 @@ class YolotuiApp(RunActionsMixin, App[int]):
         self.run_states: dict[str, tuple[str, int]] = {}
         self.own_theme_names: list[str] = []
         self.home: HomeScreen | None = None
+        self.farewell = ""  # what `q` leaves on the terminal (run_app prints it)
         self._register_themes()
 
     # -- themes -------------------------------------------------------------------------------------------
@@ -117,6 +119,28 @@ class YolotuiApp(RunActionsMixin, App[int]):
         while len(self.screen_stack) > 2 and self.screen is not self.home:
             self.pop_screen()
 
+    async def action_quit(self) -> None:
+        """Quit the TUI; the runs go on, and the farewell line says so and how to come back."""
+        self.farewell = self.farewell_text()
+        self.exit()
+
+    def farewell_text(self) -> str:
+        """'yolotui: RUN goes on in the background (...); come back with `yolotui attach RUN`' for a dashboard's
+        run, or the live runs of the table."""
+        run_dir = getattr(self.screen, "run_dir", None)
+        if run_dir is not None:
+            name = Path(run_dir).name
+            return (f"yolotui: {name} goes on in the background (quitting never stops a run); come back with "
+                    f"`yolotui attach {name}`, or `yolotui` for every run")
+        live = [r for r in (self.home.rows if self.home is not None else [])
+                if r.summary.state in ("queued", "running", "restarting", "stopping")]
+        if live:
+            from yolotui.formatting import plural
+
+            return (f"yolotui: {plural(len(live), 'run')} going on in the background (quitting never stops a "
+                    "run); come back with `yolotui`")
+        return "yolotui: come back with `yolotui` (runs always go on in the background)"
+
     def action_help(self) -> None:
         """Show the keys."""
         from yolotui.tui.screens.help import HelpScreen
@@ -148,7 +172,21 @@ class YolotuiApp(RunActionsMixin, App[int]):
 
     # -- command palette ----------------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        """Every palette entry once: Textual's "Keys" gives way to "Help: keys" (every key), and a title
+        seen before (two runs of the same name) is told apart by its folder."""
+        seen: set[str] = set()
+        for command in self._all_system_commands(screen):
+            title = command.title
+            if title in seen and title.startswith("Open run "):
+                title = f"{title} ({command.help.rpartition(' · ')[2]})"
+                command = SystemCommand(title, command.help, command.callback, command.discover)
+            if title in seen:
+                continue
+            seen.add(title)
+            yield command
+
+    def _all_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from (c for c in super().get_system_commands(screen) if c.title not in REPLACED_COMMANDS)
         yield SystemCommand("Help: keys", "Show every key", self.action_help)
         yield SystemCommand("Next theme", "Switch to the next theme (remembered)", self.action_next_theme)
         yield SystemCommand("Runs table", "Back to the table of every run", self.show_home)
@@ -184,4 +222,6 @@ def run_app(run_dir: Path | None = None, theme: str | None = None) -> int:
     """Open the TUI: on the runs table, or on `run_dir`'s dashboard. Returns the exit status."""
     app = YolotuiApp(run_dir=run_dir, theme=theme)
     result = app.run()
+    if app.farewell:
+        print(app.farewell)
     return int(result or 0)

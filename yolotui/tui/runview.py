@@ -60,7 +60,8 @@ class RunView:
     batches: int | None = None
     imgs_per_s: float | None = None
     batches_per_s: float | None = None
-    epoch_seconds: float | None = None  # typical duration of a finished epoch (median of the last five)
+    epoch_seconds: float | None = None  # typical wall time of one epoch, validation and checkpoint included
+    # (median of the last five intervals between epoch events; the trainer's own `seconds` leaves validation out)
     finished_epochs: int = 0
     points: list[EpochPoint] = field(default_factory=list)
     checkpoints: list[CheckpointFacts] = field(default_factory=list)
@@ -133,6 +134,7 @@ class RunReader:
         self._log_lines: deque[str] = deque(maxlen=LOG_LINES)
         self._log_cleaner = LogCleaner()
         self._rate_mark: tuple[float, int, int] | None = None  # (ts, epoch, batch) at the start of the rate window
+        self._wall_mark: float | None = None  # ts of the previous epoch event (or start) of this attempt
         self.view = RunView(str(self.run_dir), name or self.run_dir.name, "unknown")
 
     def refresh(self) -> RunView:
@@ -175,6 +177,7 @@ class RunReader:
             if stat.st_size < self.events.offset:  # truncated by a resume: rebuild from the start
                 self._event_points.clear()
                 self._epoch_seconds.clear()
+                self._wall_mark = None
                 view.finished_epochs = 0
         except OSError:
             pass
@@ -209,12 +212,18 @@ class RunReader:
                 _num(metrics.get("mAP50")), _num(metrics.get("mAP50-95")),
             )
             view.finished_epochs = max(view.finished_epochs, epoch + 1)
-            if event.get("seconds") is not None:
-                self._epoch_seconds.append(float(event["seconds"]))
+            ts, trained = _num(event.get("ts")), _num(event.get("seconds"))
+            wall = ts - self._wall_mark if ts is not None and self._wall_mark is not None else None
+            # Wall time includes validation and the checkpoint; it is never less than the training alone.
+            per_epoch = max(v for v in (wall, trained) if v is not None) if wall or trained else None
+            if per_epoch is not None and per_epoch > 0:
+                self._epoch_seconds.append(per_epoch)
+            self._wall_mark = ts
             if view.epoch is None or view.epoch <= epoch:
                 view.epoch, view.batch = epoch, view.batches
         elif kind == "start":
             self._rate_mark = None
+            self._wall_mark = _num(event.get("ts"))
             view.last_problem = None
         elif kind in ("warning", "error"):
             view.last_problem = f"{kind}: {event.get('kind') or ''} {event.get('message') or ''}".strip()

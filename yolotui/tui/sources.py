@@ -75,13 +75,12 @@ class _HostOnlySampler:
     def __init__(self, reason: str) -> None:
         self.reason = reason
 
-    def sample(self) -> SnapshotFacts:
-        host = HostFacts()
+    def sample(self, own_pids: Any = None) -> SnapshotFacts:
+        host: Any = HostFacts()
         try:
-            import psutil
+            from yolotui.telemetry.host import read_host  # primes the CPU counter: no false 0 % at start
 
-            memory = psutil.virtual_memory()
-            host = HostFacts(psutil.cpu_percent(interval=None), memory.used / 2**20, memory.total / 2**20)
+            host = read_host(own_pids or ())
         except Exception:
             pass
         return SnapshotFacts(ts=time.time(), available=False, reason=self.reason, host=host)
@@ -97,10 +96,11 @@ def make_sampler() -> Any:
         return _HostOnlySampler(f"no NVIDIA GPU ({type(exc).__name__})")
 
 
-def safe_sample(sampler: Any) -> Any:
-    """One sample; a failing sampler reads as 'no NVIDIA GPU' with the reason."""
+def safe_sample(sampler: Any, run_pids: set[int] | None = None) -> Any:
+    """One sample (the run's processes `run_pids` marked, for their GPU memory and RAM/swap share); a failing
+    sampler reads as 'no NVIDIA GPU' with the reason."""
     try:
-        return sampler.sample()
+        return sampler.sample(set(run_pids)) if run_pids else sampler.sample()
     except Exception as exc:
         return _HostOnlySampler(f"GPU reading failed: {exc}").sample()
 

@@ -20,18 +20,20 @@ AUGMENT_DEFAULTS = {
 }
 
 
-def letterbox(im: np.ndarray, size: int, scaleup: bool = True,
+def letterbox(im: np.ndarray, size: int | tuple[int, int], scaleup: bool = True,
               interpolation: int = cv2.INTER_LINEAR) -> tuple[np.ndarray, float, tuple[float, float]]:
-    """Resize `im` to fit a `size` x `size` square keeping its aspect, pad the rest with grey.
+    """Resize `im` to fit `size` (a square side, or (height, width)) keeping its aspect; pad the rest grey.
 
     Returns the image, the scale applied and the padding (left, top) in pixels (may be fractional /2).
+    Rounding and padding are the official validator's (`auto=False`), so rectangular batches match it.
     """
     h, w = im.shape[:2]
-    ratio = min(size / h, size / w)
+    out_h, out_w = (size, size) if isinstance(size, (int, np.integer)) else (int(size[0]), int(size[1]))
+    ratio = min(out_h / h, out_w / w)
     if not scaleup:
         ratio = min(ratio, 1.0)
     new_w, new_h = int(round(w * ratio)), int(round(h * ratio))
-    pad_w, pad_h = (size - new_w) / 2, (size - new_h) / 2
+    pad_w, pad_h = (out_w - new_w) / 2, (out_h - new_h) / 2
     if (new_w, new_h) != (w, h):
         im = cv2.resize(im, (new_w, new_h), interpolation=interpolation)
     top, bottom = int(round(pad_h - 0.1)), int(round(pad_h + 0.1))

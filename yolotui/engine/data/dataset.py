@@ -35,9 +35,41 @@ from yolotui.errors import UserError
 _SAMPLE_STREAM = 0x5A3  # tells sample generators apart from the sampler's
 
 
+def rect_batches(shapes_hw: Sequence[tuple[int, int]], batch_size: int, imgsz: int, stride: int,
+                 pad: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """Rectangular batches as the official validator builds them.
+
+    Images are ordered by aspect ratio (h / w, numpy's default argsort, so ties fall as they do there) and
+    cut into batches of `batch_size`; each batch gets one (h, w) shape: the long side `imgsz`, the short
+    side just large enough for the batch's most extreme aspect, plus `pad` strides, rounded up to a stride
+    multiple. Returns (order: original index of each position, batch_shapes [batches, 2] as (h, w)).
+    """
+    hw = np.asarray(shapes_hw, dtype=np.float64).reshape(-1, 2)
+    aspect = hw[:, 0] / hw[:, 1]
+    order = aspect.argsort()
+    aspect = aspect[order]
+    batch_of = np.floor(np.arange(len(hw)) / batch_size).astype(int)
+    shapes = []
+    for b in range(int(batch_of[-1]) + 1 if len(hw) else 0):
+        group = aspect[batch_of == b]
+        low, high = group.min(), group.max()
+        shapes.append([high, 1] if high < 1 else [1, 1 / low] if low > 1 else [1, 1])
+    batch_shapes = np.ceil(np.array(shapes, dtype=np.float64).reshape(-1, 2) * imgsz / stride + pad).astype(int)
+    return order, batch_shapes * stride
+
+
 def sample_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
     """The Generator that drives every random choice of sample `index` in `epoch`."""
     return np.random.default_rng([int(seed) & 0xFFFFFFFFFFFF, int(epoch), int(index), _SAMPLE_STREAM])
+
+
+def _image_shape_or_error(path: str) -> tuple[int, int]:
+    from yolotui.datasets.check import _image_shape
+
+    try:
+        return _image_shape(path)
+    except ValueError as exc:
+        raise UserError(f"{path}: {exc}; run `yolotui check-data`") from None
 
 
 class YoloDataset(Dataset):
@@ -46,14 +78,21 @@ class YoloDataset(Dataset):
     items: a CheckReport (its usable images) or a sequence of (image path, labels [n, 5] normalised).
     hyp: augmentation keys of hyp.scratch-high.yaml (missing keys take the official values).
     cache: None, or 'ram' to decode and resize every image once, up front.
+    rect (validation only): reorder the images by aspect ratio and letterbox each batch of `batch_size` into
+    its own stride-multiple rectangle with `pad` strides of margin, as the official validator does; a loader
+    over it must then be unshuffled with the same batch size. `shapes` are the images' (h, w), read from the
+    files when not given (a CheckReport brings them).
     A sample is (img uint8 [3, S, S] RGB, labels float [n, 5] (cls, cx, cy, w, h normalised), path,
     (h0, w0), ratio_pad ((ratio_h, ratio_w), (pad_w, pad_h)) or None for a mosaic, index).
     """
 
     def __init__(self, items: CheckReport | Sequence[tuple[str, np.ndarray]], imgsz: int = 640,
                  augment: bool = False, hyp: dict[str, Any] | None = None, seed: int = 0,
-                 cache: str | None = None, stride: int = 32) -> None:
+                 cache: str | None = None, stride: int = 32, rect: bool = False, batch_size: int = 32,
+                 pad: float = 0.5, shapes: Sequence[tuple[int, int]] | None = None) -> None:
         pairs = items.usable if isinstance(items, CheckReport) else list(items)
+        if isinstance(items, CheckReport) and shapes is None and len(items.shapes) == len(pairs):
+            shapes = items.shapes
         if not pairs:
             raise UserError("no usable image in this data set; run `yolotui check-data` to see why")
         if imgsz % stride:
@@ -72,6 +111,15 @@ class YoloDataset(Dataset):
         self.stride = stride
         self.epoch = 0
         self.mosaic = self.augment
+        self.rect = bool(rect) and not self.augment
+        self.batch_size = max(1, int(batch_size))
+        self.batch_shapes: np.ndarray | None = None
+        if self.rect:
+            if shapes is None or len(shapes) != len(self.paths):
+                shapes = [_image_shape_or_error(p) for p in self.paths]
+            order, self.batch_shapes = rect_batches(shapes, self.batch_size, self.imgsz, stride, pad)
+            self.paths = [self.paths[i] for i in order]
+            self.labels = [self.labels[i] for i in order]
         self._ram: list[tuple[np.ndarray, tuple[int, int]]] | None = None
         if cache == "ram":
             self.cache_ram()
@@ -142,7 +190,8 @@ class YoloDataset(Dataset):
         else:
             im, shape0 = self.load_image(index)
             h, w = im.shape[:2]
-            img, ratio, (pad_w, pad_h) = letterbox(im, self.imgsz, scaleup=self.augment)
+            target = self.imgsz if self.batch_shapes is None else self.batch_shapes[index // self.batch_size]
+            img, ratio, (pad_w, pad_h) = letterbox(im, target, scaleup=self.augment)
             ratio_pad = ((h * ratio / shape0[0], w * ratio / shape0[1]), (pad_w, pad_h))
             boxes = xywhn_to_xyxy(self.labels[index], w * ratio, h * ratio, pad_w, pad_h)
             if self.augment:

@@ -24,6 +24,7 @@ class DataInfo:
     names: list[str]
     train: list[tuple[str, np.ndarray]]
     val: list[tuple[str, np.ndarray]]
+    val_shapes: list[tuple[int, int]] | None = None  # (h, w) of each val image, for rectangular batches
 
 
 def load_data(opt: dict[str, Any]) -> DataInfo:
@@ -35,6 +36,7 @@ def load_data(opt: dict[str, Any]) -> DataInfo:
     nc = 1 if single else int(config.nc)
     names = ["item"] if single and len(config.names) != 1 else list(config.names)
     splits = {}
+    val_shapes = None
     for split in ("train", "val"):
         report = check_labels(list_images(config.split(split)), int(config.nc),
                               min_items=int(opt.get("min_items", 0)) if split == "train" else 0)
@@ -43,7 +45,9 @@ def load_data(opt: dict[str, Any]) -> DataInfo:
         if single:
             pairs = [(path, _single_class(labels)) for path, labels in pairs]
         splits[split] = pairs
-    return DataInfo(str(config.yaml_path), nc, names, splits["train"], splits["val"])
+        if split == "val" and len(report.shapes) == len(pairs):
+            val_shapes = list(report.shapes)
+    return DataInfo(str(config.yaml_path), nc, names, splits["train"], splits["val"], val_shapes)
 
 
 def _single_class(labels: np.ndarray) -> np.ndarray:
@@ -53,16 +57,18 @@ def _single_class(labels: np.ndarray) -> np.ndarray:
 
 
 def build_datasets(data: DataInfo, opt: dict[str, Any], hyp: dict[str, Any], batch_size: int) -> tuple[Any, Any]:
-    """(augmenting training dataset, validation loader at twice the batch)."""
+    """(augmenting training dataset, validation loader at twice the batch, in the official rectangular
+    batches with half a stride of margin)."""
     from yolotui.engine.data.dataset import YoloDataset
-    from yolotui.engine.data.loader import build_loader
+    from yolotui.engine.data.loader import build_loader, default_workers
 
     cache = opt.get("cache") if opt.get("cache") in ("ram",) else None
     imgsz, seed = int(opt["imgsz"]), int(opt.get("seed", 0))
     train_set = YoloDataset(data.train, imgsz=imgsz, augment=True, hyp=hyp, seed=seed, cache=cache)
-    val_set = YoloDataset(data.val, imgsz=imgsz, augment=False, hyp=hyp, seed=seed, cache=cache)
-    val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=min(int(opt.get("workers", 0)), 2),
-                              shuffle=False, seed=seed)
+    val_set = YoloDataset(data.val, imgsz=imgsz, augment=False, hyp=hyp, seed=seed, cache=cache, rect=True,
+                          batch_size=batch_size * 2, pad=0.5, shapes=data.val_shapes)
+    workers = min(default_workers(int(opt.get("workers", 0))), 2)
+    val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=workers, shuffle=False, seed=seed)
     return train_set, shield_workers(val_loader)
 
 
@@ -75,9 +81,10 @@ def epoch_loader(train_set: Any, opt: dict[str, Any], batch_size: int, epoch: in
                  mosaic: bool, rank: int = 0, world_size: int = 1) -> Any:
     """The training batches of `epoch` from batch `start_batch` on; order and augmentation depend only on
     (seed, epoch, index)."""
-    from yolotui.engine.data.loader import build_loader, set_loader_epoch
+    from yolotui.engine.data.loader import build_loader, default_workers, set_loader_epoch
 
-    loader = build_loader(train_set, batch_size=batch_size, workers=int(opt.get("workers", 0)), shuffle=True,
+    workers = default_workers(int(opt.get("workers", 0)), world_size)  # never more than the CPUs per rank
+    loader = build_loader(train_set, batch_size=batch_size, workers=workers, shuffle=True,
                           seed=int(opt.get("seed", 0)), start_batch=start_batch, epoch=epoch, rank=rank,
                           world_size=world_size)
     set_loader_epoch(loader, epoch, mosaic)

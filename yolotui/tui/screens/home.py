@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from yolotui import formatting
 from yolotui.formatting import age as format_age
 from yolotui.formatting import short_when as format_time
 from yolotui.runs import index
@@ -63,6 +64,7 @@ class HomeScreen(Screen):
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("s", "sort", "Sort"),
         Binding("r", "reload", "Reload"),
+        Binding("d", "remove_run", "Remove", show=False),
         Binding("space", "toggle_mark", "Mark", show=False),
         Binding("v", "compare", "Compare", show=False),  # in ? help; the footer must fit 80 columns
         *RUN_ACTION_BINDINGS,  # wizards and run actions (yolotui.tui.app_actions)
@@ -170,7 +172,8 @@ class HomeScreen(Screen):
             note = "No runs yet. Start one with `yolotui train ...`, `yolotui demo` or `yolotui exec -- CMD`."
         else:
             running = sum(1 for r in self.rows if r.summary.state in ("running", "restarting"))
-            note = f"{len(self.rows)} runs, {running} running · Enter opens · quitting never stops a run"
+            note = (f"{formatting.plural(len(self.rows), 'run')}, {running} running · Enter opens · "
+                    "quitting never stops a run")
         if note != self._note:
             self._note = note
             self.query_one("#home-message", Static).update(note)
@@ -297,6 +300,27 @@ class HomeScreen(Screen):
         """Read every run again now."""
         self.request_load()
 
+    def action_remove_run(self) -> None:
+        """Remove the highlighted run (finished, failed, stopped or interrupted) after a confirmation screen;
+        a live run is refused with what to do instead."""
+        from yolotui.tui.screens.confirm_remove import ConfirmRemoveScreen, refusal
+
+        path = self.selected_path()
+        if not path:
+            return
+        why = refusal(Path(path))
+        if why is not None:
+            self.notify(why, title="not removed", severity="warning", timeout=8)
+            return
+
+        def done(outcome: str | None) -> None:
+            if outcome:
+                self.notify(f"{Path(path).name} {outcome}" + (" (folder deleted)" if outcome == "deleted" else
+                                                               " from the list (folder kept)"), timeout=4)
+                self.request_load()
+
+        self.app.push_screen(ConfirmRemoveScreen(Path(path)), done)
+
     def action_toggle_mark(self) -> None:
         """Mark or unmark the highlighted run for comparison, then move down a row."""
         path = self.selected_path()
@@ -336,9 +360,7 @@ QUEUE_NOTE_WIDTH = 28  # how much of a queued run's reason the epoch column show
 def _cells(row: HomeRow, now: float, marked: bool = False) -> tuple:
     summary = row.summary
     state_style = STATE_STYLE[STATE_CLASS.get(summary.state, "muted")]
-    epoch = "--"
-    if summary.epoch is not None or summary.epochs is not None:
-        epoch = f"{summary.epoch if summary.epoch is not None else 0}/{summary.epochs or '?'}"
+    epoch = formatting.epochs(summary.epoch, summary.epochs)
     if summary.state == "queued" and summary.message:
         epoch = Text(short_note(summary.message, QUEUE_NOTE_WIDTH), "italic")
     best = f"{summary.best_map:.4f}" if summary.best_map is not None else "--"

@@ -72,6 +72,7 @@ class WizardScreen(ModalScreen[Path | None]):
         self.launching = False
         self.launched: list[list[str]] = []  # every command line this wizard ran (tests, history)
         self.last_result: CliResult | None = None
+        self.fix_line_shown = False  # the "N fields to fix" line is up: it follows the errors as they are fixed
 
     # -- layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -116,6 +117,18 @@ class WizardScreen(ModalScreen[Path | None]):
             error.set_class(bool(message), "-shown")
         for box in self.query(f"#{field_id}-field Input"):
             box.set_class(bool(message), "-invalid")
+        if self.fix_line_shown:
+            self._show_fix_line()
+
+    def _show_fix_line(self) -> None:
+        """'N fields to fix: nothing was launched' while errors remain; cleared once all are fixed."""
+        from yolotui.formatting import plural
+
+        if self.errors:
+            self.set_status(f"{plural(len(self.errors), 'field')} to fix: nothing was launched", error=True)
+        else:
+            self.fix_line_shown = False
+            self.set_status("")
 
     def show_hint(self, field_id: str, text: str) -> None:
         """Replace a field's hint line."""
@@ -144,7 +157,7 @@ class WizardScreen(ModalScreen[Path | None]):
         self.refresh_command()
 
     def field_changed(self, widget_id: str) -> None:
-        """Called on every edit of an Input (subclasses re-check that field)."""
+        """Called on every edit of an Input: subclasses check that field as it is typed and show its error."""
 
     @on(Input.Submitted)
     def _input_submitted(self, event: Input.Submitted) -> None:
@@ -173,8 +186,8 @@ class WizardScreen(ModalScreen[Path | None]):
             self.show_error(field_id, message)
         self.refresh_command()
         if errors:
-            count = len(errors)
-            self.set_status(f"{count} field{'s' if count > 1 else ''} to fix: nothing was launched", error=True)
+            self.fix_line_shown = True
+            self._show_fix_line()
             first = next(iter(errors))
             for widget in self.query(f"#{first}-field Input, #{first}-field Select, #{first}-field RadioSet"):
                 if widget.display:

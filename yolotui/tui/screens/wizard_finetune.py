@@ -15,6 +15,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.widgets import Input, RadioButton, RadioSet
 
+from yolotui import formatting
 from yolotui.errors import UserError
 from yolotui.tui import wizard_checks as checks
 from yolotui.tui.actions import DEFAULT_PROJECT, display_path, finetune_args
@@ -128,7 +129,8 @@ class FinetuneWizard(WizardScreen):
 
     @staticmethod
     def _source_hint(facts: checks.SourceFacts) -> str:
-        parts = [f"{Path(facts.checkpoint).name} ({facts.verdict}, epoch {facts.epoch})"]
+        parts = [f"{Path(facts.checkpoint).name} ({facts.verdict}, "
+                 f"{formatting.epochs_done(facts.epoch, None)})"]
         if facts.nc is not None:
             parts.append(f"{facts.nc} classes")
         if facts.layers:
@@ -153,8 +155,9 @@ class FinetuneWizard(WizardScreen):
             return
         if widget_id == "name" and self.query_one("#name", Input).has_focus:
             self.name_touched = True
-        if widget_id in self.errors:
-            self.show_error(widget_id, self.validate().get(widget_id))
+        test = dict(self._field_tests()).get(widget_id)
+        if test is not None:  # checked as typed, not only on Ctrl+S (source and data: by their own checks)
+            self.show_error(widget_id, _error_of(test))
 
     def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
         self.query_one("#layers-field").set_class(self.freeze_mode() != "layers", "hidden")
@@ -178,18 +181,20 @@ class FinetuneWizard(WizardScreen):
                                     else "give the path of the new data set's data.yaml")
             elif cached and cached[2]:
                 errors[field_id] = cached[2]
-        tests: list[tuple[str, Callable[[], Any]]] = [
+        for field_id, test in self._field_tests():
+            error = _error_of(test)
+            if error:
+                errors[field_id] = error
+        return errors
+
+    def _field_tests(self) -> list[tuple[str, Callable[[], Any]]]:
+        """(field id, check) for the typed fields: each check raises UserError when its field is wrong."""
+        return [
             ("layers", self._freeze_value),
             ("epochs", lambda: checks.parse_int(self._value("epochs"), "epochs", minimum=1)),
             ("lr-scale", lambda: checks.parse_positive_float(self._value("lr-scale"), "lr scale")),
             ("name", lambda: checks.check_new_name(self.project(), self._value("name"))),
         ]
-        for field_id, test in tests:
-            try:
-                test()
-            except UserError as exc:
-                errors[field_id] = str(exc)
-        return errors
 
     def command_args(self) -> list[str] | None:
         source, data = self._value("source"), self._value("data")
@@ -203,3 +208,12 @@ class FinetuneWizard(WizardScreen):
     def launched_run(self, result):
         found = super().launched_run(result)
         return found or (Path(self.project()).expanduser() / self._value("name")).resolve()
+
+
+def _error_of(test: Callable[[], Any]) -> str | None:
+    """The UserError message of `test()`, or None when it passes."""
+    try:
+        test()
+    except UserError as exc:
+        return str(exc)
+    return None

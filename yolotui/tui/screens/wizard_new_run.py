@@ -123,9 +123,7 @@ class NewRunWizard(WizardScreen):
             self.run_worker(lambda: self._check_data(self._value("data")), thread=True, exit_on_error=False,
                             group="data-check", exclusive=True)
             return
-        error = self.check_field(widget_id)
-        if error is None or widget_id in self.errors:
-            self.show_error(widget_id, error)
+        self.show_error(widget_id, self.check_field(widget_id))  # checked as typed, not only on Ctrl+S
 
     def on_select_changed(self, event: Select.Changed) -> None:
         if event.select.id == "model":

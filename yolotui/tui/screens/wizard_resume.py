@@ -19,6 +19,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.widgets import Input, RadioButton, RadioSet, Static
 
+from yolotui import formatting
 from yolotui.errors import UserError
 from yolotui.tui import wizard_checks as checks
 from yolotui.tui.actions import display_path, resume_args
@@ -101,31 +102,34 @@ def resume_choices(facts: ResumeFacts) -> list[ResumeChoice]:
     last, best = diagnosis.last, diagnosis.best
     choices: list[ResumeChoice] = []
     if diagnosis.recommended == RESUME_ADVICE:
-        choices.append(ResumeChoice(RESUME, f"resume as is (epoch {last.epoch}/{last.total_epochs}, "
-                                            f"batch {last.step or 0})", epoch=last.epoch))
+        choices.append(ResumeChoice(RESUME, "resume as is ("
+                                            f"{formatting.epochs_done(last.epoch, last.total_epochs, last.step)})", epoch=last.epoch))
         if facts.batch_size and facts.batch_size > 1:
             choices.append(ResumeChoice(SMALLER, f"resume with a smaller batch (now {facts.batch_size})",
                                         epoch=last.epoch))
     if diagnosis.recommended == EXTEND_ADVICE:
         if last.verdict == FINISHED:
-            choices.append(ResumeChoice(EXTEND, f"extend to N epochs (done {last.epoch})", epoch=last.epoch))
+            choices.append(ResumeChoice(EXTEND, f"extend to N epochs ({formatting.epochs_done(last.epoch, last.total_epochs)})", epoch=last.epoch))
         elif last.fallback and last.fallback_verdict == FINISHED:
             choices.append(ResumeChoice(EXTEND, f"extend from {Path(last.fallback).name} to N epochs "
-                                                f"(done {last.fallback_epoch})", Path(last.fallback).name,
+                                                f"({formatting.epochs_done(last.fallback_epoch, last.total_epochs)})", Path(last.fallback).name,
                                         last.fallback_epoch))
     if diagnosis.recommended == RESUME_FALLBACK and last.fallback:
         name = Path(last.fallback).name
-        choices.append(ResumeChoice(FROM, f"resume from {name} (epoch {last.fallback_epoch}); "
+        choices.append(ResumeChoice(FROM, f"resume from {name} "
+                                          f"({formatting.epochs_done(last.fallback_epoch, last.total_epochs)}); "
                                           f"last.pt is {last.verdict}", name, last.fallback_epoch))
     if diagnosis.recommended in (RESUME_FALLBACK, FINETUNE_ADVICE) or last.verdict not in (RESUMABLE, FINISHED):
         seen = {c.checkpoint for c in choices}
         if best.verdict == RESUMABLE and "best.pt" not in seen:
-            choices.append(ResumeChoice(FROM, f"resume from best.pt (epoch {best.epoch})", "best.pt", best.epoch))
+            choices.append(ResumeChoice(FROM, "resume from best.pt "
+                                              f"({formatting.epochs_done(best.epoch, best.total_epochs, best.step)})", "best.pt", best.epoch))
             seen.add("best.pt")
         for other in facts.others:
             name = Path(other.path).name
             if name not in seen:
-                choices.append(ResumeChoice(FROM, f"resume from {name} (epoch {other.epoch})", name, other.epoch))
+                choices.append(ResumeChoice(FROM, f"resume from {name} "
+                                                  f"({formatting.epochs_done(other.epoch, other.total_epochs, other.step)})", name, other.epoch))
     if diagnosis.recommended_checkpoint or best.verdict in (RESUMABLE, FINISHED):
         choices.append(ResumeChoice(FINETUNE, "fine-tune instead (new data, frozen backbone, lower lr)"))
     if facts.backend == "official":  # its --resume takes weights/last.pt only; without one it starts over
@@ -151,9 +155,7 @@ def diagnosis_text(facts: ResumeFacts) -> str:
     for label, verdict in (("last.pt", d.last), ("best.pt", d.best)):
         facts_ = []
         if verdict.epoch is not None:
-            facts_.append(f"epoch {verdict.epoch}/{verdict.total_epochs if verdict.total_epochs is not None else '?'}")
-        if verdict.step:
-            facts_.append(f"batch {verdict.step}")
+            facts_.append(formatting.epochs_done(verdict.epoch, verdict.total_epochs, verdict.step))
         if verdict.age_s is not None:
             facts_.append(f"{format_age(verdict.age_s)} old")
         reason = f" — {verdict.reasons[0]}" if verdict.reasons and verdict.verdict not in ("resumable", "finished") \
@@ -286,7 +288,7 @@ class ResumeWizard(WizardScreen):
 
     # -- checks and command -------------------------------------------------------------------------------
     def field_changed(self, widget_id: str) -> None:
-        if widget_id in self.errors:
+        if widget_id in ("batch", "epochs"):  # checked as typed, not only on Ctrl+S
             self.show_error(widget_id, self.validate().get(widget_id))
 
     def validate(self) -> dict[str, str]:

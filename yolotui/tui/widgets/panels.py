@@ -6,15 +6,20 @@ component classes so they follow the theme.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
 from textual.widgets import Static
 
+from yolotui import formatting
 from yolotui.formatting import age as format_age
 from yolotui.formatting import duration as format_duration
 from yolotui.formatting import size as format_size
+from yolotui.runs.layout import LIVE_STATES
+from yolotui.runs.status import elapsed_seconds
+from yolotui.telemetry.history import downsample
 from yolotui.tui.runview import RunView
 from yolotui.tui.widgets.sparkline import bar, sparkline
 
@@ -97,10 +102,7 @@ class RunHeader(Panel):
             text.append(attempts)
             text.append("  device ", self.style_for("label"))
             text.append(status.device or "--")
-            elapsed = None
-            if status.started:
-                end = status.ended if status.ended and view.state not in ("running", "restarting") else now
-                elapsed = end - status.started
+            elapsed = elapsed_seconds(status, now, view.state in LIVE_STATES)
             text.append("  elapsed ", self.style_for("label"))
             text.append(format_duration(elapsed))
         if view.slurm:
@@ -116,7 +118,8 @@ class RunHeader(Panel):
 
 
 class ProgressPanel(Panel):
-    """Two lines: the epoch in progress and the whole run, with ETA and images/s."""
+    """Two lines: the epoch in progress ('epoch 6 of 50') and the whole run ('5/50' epochs done), in the one
+    epoch numbering of yolotui.formatting; ETA and images/s only while the run is live."""
 
     DEFAULT_CSS = "ProgressPanel { height: 2; padding: 0 1; }" + _PANEL_CSS_CLASSES.format(name="ProgressPanel")
 
@@ -124,25 +127,26 @@ class ProgressPanel(Panel):
         width = max(10, self.content_size.width or 78)
         bar_w = max(5, width - 52)
         text = Text(no_wrap=True, overflow="ellipsis")
-        epoch_label = f"{(view.epoch or 0) + 1}/{view.epochs}" if view.epochs else (
-            str((view.epoch or 0) + 1) if view.epoch is not None else "--")
-        text.append("epoch   ", self.style_for("label"))
-        text.append(f"{epoch_label:>7} ")
+        live = view.state in LIVE_STATES
+        epoch_label = formatting.epoch_in_progress(view.epoch, view.epochs, unknown="epoch --")
+        text.append(f"{epoch_label:<15} ")
         frac = view.epoch_fraction()
         text.append(bar(frac, bar_w), self.style_for("info"))
         text.append(f" {_pct(frac)}")
         if view.batches:
             text.append(f"  {view.batch}/{view.batches}", self.style_for("label"))
-        text.append(f"  eta {format_duration(view.epoch_eta())}")
-        if view.imgs_per_s is not None:
-            text.append(f"  {view.imgs_per_s:,.0f} img/s")
+        if live:
+            text.append(f"  eta {format_duration(view.epoch_eta())}")
+            if view.imgs_per_s is not None:
+                text.append(f"  {formatting.speed(view.imgs_per_s)}")
         text.append("\n")
         overall = view.overall_fraction()
         text.append("overall ", self.style_for("label"))
-        text.append(f"{view.finished_epochs:>3}/{view.epochs or '--':<3} ")
+        text.append(f"{formatting.epochs(view.finished_epochs, view.epochs):<7} ")
         text.append(bar(overall, bar_w), self.style_for("good"))
         text.append(f" {_pct(overall)}")
-        text.append(f"  eta {format_duration(view.overall_eta())}")
+        if live:
+            text.append(f"  eta {format_duration(view.overall_eta())}")
         if view.last_problem:
             text.append("  " + view.last_problem, self.style_for("warn"))
         self.set_text(text)
@@ -166,9 +170,7 @@ class CheckpointPanel(Panel):
             text.append(facts.verdict, self.style_for(VERDICT_CLASS.get(facts.verdict, "muted")))
             if facts.verdict == "missing":
                 continue
-            epoch = "--" if facts.epoch is None else str(facts.epoch)
-            if facts.total_epochs:
-                epoch += f"/{facts.total_epochs}"
+            epoch = formatting.epochs(facts.epoch, facts.total_epochs)
             age = format_age(now - facts.mtime) if facts.mtime else "--"
             text.append(f"\n  ep {epoch}  {age} ago  {format_size(facts.size)}", self.style_for("label"))
             if facts.verdict in ("corrupt", "incomplete", "unknown") and facts.reasons:
@@ -226,7 +228,30 @@ class GpuPanel(Panel):
             if index:
                 text.append("\n")
             self._gpu(text, gpu, [_gpu_at(s, gpu.index) for s in history], run_pids, width)
+        self._memory(text, getattr(latest, "host", None), width)  # the OOM killer is a top cause of silent deaths
         self.set_text(text)
+
+    def _memory(self, text: Text, host: Any, width: int) -> None:
+        """Host RAM and swap bars, each with the run's own share (issue 16)."""
+        for label, used_key, total_key, own_key in (("ram ", "mem_used_mb", "mem_total_mb", "run_rss_mb"),
+                                                    ("swap", "swap_used_mb", "swap_total_mb", "run_swap_mb")):
+            used, total = getattr(host, used_key, None), getattr(host, total_key, None)
+            own = getattr(host, own_key, None) or 0.0
+            text.append(f"\n {label} ", self.style_for("label"))
+            if used is None or not total:
+                text.append("none" if label == "swap" and total == 0 else "N/A", self.style_for("muted"))
+                continue
+            amounts = f" {used / 1024:.1f}/{total / 1024:.0f}G"
+            share = f" run {own / 1024:.1f}G" if own else ""
+            bar_w = max(4, width - 6 - len(amounts) - len(share))  # the whole line fits the panel
+            own_cells = round(min(own, used) / total * bar_w)
+            used_cells = max(own_cells, round(used / total * bar_w))
+            text.append("▓" * own_cells, self.style_for("share"))
+            text.append("█" * (used_cells - own_cells), self.style_for("warn" if used / total >= 0.9 else "info"))
+            text.append("░" * (bar_w - used_cells), self.style_for("muted"))
+            text.append(amounts)
+            if share:
+                text.append(share, self.style_for("share"))
 
     def _gpu(self, text: Text, gpu: Any, series: list[Any], run_pids: set[int], width: int) -> None:
         text.append(f"GPU{gpu.index} ", "bold")
@@ -237,7 +262,7 @@ class GpuPanel(Panel):
         spark_w = max(4, width - 16)
         text.append("\n temp ", self.style_for("label"))
         text.append(f"{temp:>4.0f}°C " if temp is not None else "  N/A  ", self.style_for(kind))
-        text.append(sparkline([_attr(r, "temperature_c") for r in series], spark_w, 20, 100),
+        text.append(sparkline(downsample([_attr(r, "temperature_c") for r in series], spark_w), spark_w, 20, 100),
                     self.style_for(kind))
         used, total = gpu.memory_used_mb, gpu.memory_total_mb
         own = sum(mb for pid, mb in (gpu.processes or []) if pid in run_pids and mb)
@@ -258,7 +283,7 @@ class GpuPanel(Panel):
         util = gpu.utilization_pct
         text.append("\n util ", self.style_for("label"))
         text.append(f"{util:>4.0f}%  " if util is not None else "  N/A  ")
-        text.append(sparkline([_attr(r, "utilization_pct") for r in series], spark_w, 0, 100),
+        text.append(sparkline(downsample([_attr(r, "utilization_pct") for r in series], spark_w), spark_w, 0, 100),
                     self.style_for("info"))
         power, limit = gpu.power_w, gpu.power_limit_w
         text.append("\n power ", self.style_for("label"))
@@ -270,27 +295,24 @@ class GpuPanel(Panel):
     def _host(self, text: Text, history: Sequence[Any], width: int) -> None:
         latest = history[-1]
         reason = str(getattr(latest, "reason", None) or "")
+        # Wrapped to the panel's width: a narrow panel must not cut the reason off.
         if reason.startswith("no NVIDIA GPU"):
-            text.append(reason, self.style_for("warn"))
+            lines = textwrap.wrap(reason, max(10, width)) or ["no NVIDIA GPU"]
+            text.append(lines[0], self.style_for("warn"))
+            for line in lines[1:]:
+                text.append(f"\n{line}", self.style_for("warn"))
         else:
             text.append("no NVIDIA GPU", self.style_for("warn"))
-            if reason:
-                text.append(f"\n {reason}", self.style_for("muted"))
+            for line in textwrap.wrap(reason, max(10, width - 1)):
+                text.append(f"\n {line}", self.style_for("muted"))
         host = getattr(latest, "host", None)
         cpu = getattr(host, "cpu_pct", None)
         spark_w = max(4, width - 12)
         text.append("\n cpu ", self.style_for("label"))
         text.append(f"{cpu:>4.0f}% " if cpu is not None else " N/A  ")
-        text.append(sparkline([getattr(getattr(s, "host", None), "cpu_pct", None) for s in history],
-                              spark_w, 0, 100), self.style_for("info"))
-        used, total = getattr(host, "mem_used_mb", None), getattr(host, "mem_total_mb", None)
-        text.append("\n ram ", self.style_for("label"))
-        if used is not None and total:
-            bar_w = max(4, width - 20)
-            text.append(bar(used / total, bar_w), self.style_for("info"))
-            text.append(f" {used / 1024:.1f}/{total / 1024:.0f}G")
-        else:
-            text.append("N/A", self.style_for("muted"))
+        text.append(sparkline(downsample([getattr(getattr(s, "host", None), "cpu_pct", None) for s in history],
+                                         spark_w), spark_w, 0, 100), self.style_for("info"))
+        self._memory(text, host, width)
 
 
 def _gpu_at(snapshot: Any, index: int) -> Any:
@@ -315,9 +337,18 @@ class LogTail(Panel):
     can_focus = True
     MAX_LINES = 500
 
+    LEVELS = (None, "INFO", "WARNING", "ERROR")  # `L` cycles: all lines, then at least INFO, WARNING, ERROR
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.lines: list[str] = []
+        self.level: str | None = None
+
+    def cycle_level(self) -> str | None:
+        """Show only lines at the next level or above (yolotui.runs.logconfig.level_of_line); returns it."""
+        self.level = self.LEVELS[(self.LEVELS.index(self.level) + 1) % len(self.LEVELS)]
+        self._show()
+        return self.level
 
     @property
     def line_count(self) -> int:
@@ -336,7 +367,15 @@ class LogTail(Panel):
 
     def _show(self) -> None:
         rows = max(1, self.content_size.height or 8)
-        self.set_text(Text("\n".join(self.lines[-rows:]), no_wrap=True, overflow="ellipsis"))
+        lines = self.lines
+        if self.level is not None:
+            import logging
+
+            from yolotui.runs.logconfig import level_of_line
+
+            floor = logging.getLevelName(self.level)
+            lines = [line for line in lines if level_of_line(line) >= floor]
+        self.set_text(Text("\n".join(lines[-rows:]), no_wrap=True, overflow="ellipsis"))
 
     def on_resize(self) -> None:
         self._shown = None

@@ -18,10 +18,29 @@ from textual.widgets import Input
 MAX_ENTRIES = 2000  # a huge folder is not listed whole for one completion
 
 
+MAX_DEPTH = 8  # folders walked down in one completion
+
+
 def complete_path(value: str, suffixes: Iterable[str] = (), base: Path | None = None) -> str | None:
-    """`value` extended by the first matching entry of its folder, or None when nothing matches."""
-    if not value or value.endswith(os.sep + ".."):
-        return None
+    """`value` extended by the first matching entry of its folder, then on down while the way is clear: into a
+    folder's only wanted file (`suffixes` given: `demo-data/` holding data.yaml, images/ and labels/ ends at
+    data.yaml) or its only entry, so one Tab reaches the file; None when nothing matches."""
+    completed = _complete_once(value, suffixes, base)
+    for _ in range(MAX_DEPTH):
+        if completed is None or not completed.endswith(os.sep):
+            break
+        entries = _candidates(completed, suffixes, base)
+        files = [name for name in entries if not name.endswith(os.sep)]
+        if suffixes and len(files) == 1:
+            return completed + files[0]
+        if len(entries) != 1:
+            break
+        completed += entries[0]
+    return completed
+
+
+def _candidates(value: str, suffixes: Iterable[str], base: Path | None) -> list[str]:
+    """The entries of `value`'s folder that complete its last part (folders end in `/`), sorted."""
     expanded = os.path.expanduser(value)
     folder_text, prefix = os.path.split(expanded)
     folder = Path(folder_text or ".")
@@ -37,7 +56,7 @@ def complete_path(value: str, suffixes: Iterable[str] = (), base: Path | None = 
                 if entry.name.startswith(prefix) and (prefix.startswith(".") or not entry.name.startswith(".")):
                     entries.append(entry)
     except OSError:
-        return None
+        return []
     candidates: list[str] = []
     for entry in sorted(entries, key=lambda e: e.name):
         try:
@@ -48,6 +67,14 @@ def complete_path(value: str, suffixes: Iterable[str] = (), base: Path | None = 
             candidates.append(entry.name + os.sep)
         elif not suffixes or entry.name.lower().endswith(suffixes):
             candidates.append(entry.name)
+    return candidates
+
+
+def _complete_once(value: str, suffixes: Iterable[str], base: Path | None) -> str | None:
+    if not value or value.endswith(os.sep + ".."):
+        return None
+    prefix = os.path.split(os.path.expanduser(value))[1]
+    candidates = _candidates(value, suffixes, base)
     # Prefer an exact-prefix file match over descending into a folder with a longer name.
     for name in candidates:
         if name != prefix:

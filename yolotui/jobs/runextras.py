@@ -1,0 +1,65 @@
+"""What every launch may add to run.yaml (train, resume, fine-tune, exec): notification URLs, the stall
+watchdog's timeout, and the logging configuration (issues 16 and 20).
+
+`RunExtras.entries()` checks them (a bad logging YAML is refused with one line naming the file and the bad key,
+before any folder is made or anything detaches) and returns the run.yaml entries: `notify`, `watchdog`,
+`logging`. settings.yaml supplies `log_config`/`log_level` defaults. `carried_over` keeps a run's earlier
+entries that a resume does not give again, so a resumed run still notifies and logs as it did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from yolotui.errors import UserError
+
+CARRIED_KEYS = ("notify", "watchdog", "logging")
+
+
+@dataclass
+class RunExtras:
+    """`notify`: apprise URLs (--notify, repeatable); `stall_timeout_s`: the watchdog's floor (--stall-timeout);
+    `log_config`: a dictConfig YAML (--log-config); `log_level`: DEBUG, INFO or WARNING (--log-level)."""
+
+    notify: list[str] = field(default_factory=list)
+    stall_timeout_s: float | None = None
+    log_config: str | None = None
+    log_level: str | None = None
+
+    def entries(self) -> dict[str, Any]:
+        """The run.yaml entries for what was given (validated)."""
+        from yolotui.runs import logconfig
+        from yolotui.runs.usersettings import load_user_settings
+
+        extra: dict[str, Any] = {}
+        urls = [u.strip() for u in self.notify or [] if u and u.strip()]
+        if urls:
+            extra["notify"] = {"urls": urls}
+        if self.stall_timeout_s is not None:
+            if not self.stall_timeout_s > 0:
+                raise UserError(f"--stall-timeout {self.stall_timeout_s:g}: must be above 0 seconds")
+            extra["watchdog"] = {"min_s": float(self.stall_timeout_s), "log_s": float(self.stall_timeout_s)}
+        log_config, log_level = self.log_config, self.log_level
+        if not log_config or not log_level:
+            settings = load_user_settings(strict=False)
+            log_config = log_config or settings.get("log_config")
+            log_level = log_level or settings.get("log_level")
+        entry = logconfig.entry_for(log_config, log_level)
+        if entry is not None:
+            extra["logging"] = entry
+        return extra
+
+
+def carried_over(run_dir: Path, entries: dict[str, Any]) -> dict[str, Any]:
+    """`entries` plus the run's previous run.yaml entries (notify, watchdog, logging) not given again."""
+    from yolotui.runs.runconfig import read_run_config, run_yaml_path
+
+    if not run_yaml_path(Path(run_dir)).exists():
+        return dict(entries)
+    try:
+        previous = read_run_config(Path(run_dir))
+    except UserError:
+        return dict(entries)
+    return {**{k: previous[k] for k in CARRIED_KEYS if previous.get(k)}, **entries}

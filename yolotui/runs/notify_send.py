@@ -1,0 +1,98 @@
+"""Sends one notification to every target: `python -m yolotui.runs.notify_send` with JSON on stdin.
+
+stdin: {"event": {...}, "targets": {"urls": [...], "command": "...", "timeout_s": 30}}. Each apprise URL gets
+the event's title and body (apprise's own timeouts bound each post); the command runs through the shell with
+the event as JSON on stdin and is killed after the timeout. One line per failed target goes to stderr (the
+supervisor's log); the exit code is the number of targets that failed (0: all sent).
+
+`send_all` is also what `yolotui notify test` calls in its own process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+
+def send_urls(urls: list[str], title: str, body: str, timeout_s: float) -> list[str]:
+    """Post to each apprise URL; the error lines of the ones that failed."""
+    if not urls:
+        return []
+    try:
+        import apprise
+    except ImportError:
+        return [f"{len(urls)} URL(s) not notified: apprise is not installed (pip install 'yolotui[notify]')"]
+    errors: list[str] = []
+    for url in urls:
+        sender = apprise.Apprise()
+        if not sender.add(url):
+            errors.append(f"{_redact(url)}: not an apprise URL apprise understands")
+            continue
+        for server in sender:  # every apprise plugin honours these two timeouts (connect, read)
+            for attr in ("socket_connect_timeout", "socket_read_timeout"):
+                if hasattr(server, attr):
+                    setattr(server, attr, float(timeout_s))
+        try:
+            ok = sender.notify(title=title, body=body)
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug must not hide the other targets
+            ok, detail = False, f"{type(exc).__name__}: {exc}"
+        else:
+            detail = "the service did not accept it (see apprise's reason above)"
+        if not ok:
+            errors.append(f"{_redact(url)}: {detail}")
+    return errors
+
+
+def run_command(command: str | None, event: dict[str, Any], timeout_s: float) -> list[str]:
+    """Run the hook command with the event as JSON on stdin; an error line when it fails or times out."""
+    if not command:
+        return []
+    try:
+        done = subprocess.run(command, shell=True, input=json.dumps(event).encode(),  # noqa: S602 - the user's hook
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout_s,
+                              start_new_session=True)
+    except subprocess.TimeoutExpired:
+        return [f"command {command!r}: still running after {timeout_s:g} s; killed"]
+    except OSError as exc:
+        return [f"command {command!r}: cannot run it ({exc})"]
+    if done.returncode != 0:
+        tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
+        return [f"command {command!r}: exit code {done.returncode} {tail[0][:200]}".rstrip()]
+    return []
+
+
+def send_all(event: dict[str, Any], targets: dict[str, Any]) -> list[str]:
+    """Send `event` to every target; the error lines (empty when all were sent)."""
+    timeout = float(targets.get("timeout_s") or 30.0)
+    return [*send_urls(list(targets.get("urls") or []), str(event.get("title") or "yolotui"),
+                       str(event.get("body") or ""), timeout),
+            *run_command(targets.get("command"), event, timeout)]
+
+
+def _redact(url: str) -> str:
+    """The URL without what follows the scheme's host part's credentials (tokens stay out of logs)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url[:12] + "..."
+    host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
+    return f"{scheme}://{host}/..."
+
+
+def main() -> int:
+    """Read the request from stdin, send it, report failures on stderr; exit code = failed targets."""
+    try:
+        request = json.loads(sys.stdin.buffer.read(1 << 20) or b"{}")
+        event, targets = dict(request["event"]), dict(request["targets"])
+    except (ValueError, KeyError, TypeError) as exc:
+        print(f"notify: bad request on stdin: {exc}", file=sys.stderr, flush=True)
+        return 1
+    errors = send_all(event, targets)
+    for error in errors:
+        print(f"notify: {event.get('event')}: {error}", file=sys.stderr, flush=True)
+    return min(len(errors), 100)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
