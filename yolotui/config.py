@@ -94,24 +94,7 @@ def default_options(**overrides: Any) -> dict[str, Any]:
 
 def load_yaml(path: Path, what: str = "file") -> dict[str, Any]:
     """Parse a YAML mapping; UserError naming the file (and line) when it is missing or malformed."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{what} {path}: no such file") from None
-    except OSError as exc:
-        raise UserError(f"{what} {path}: cannot read it ({exc.strerror})") from None
-    try:
-        data = safe_yaml.load_text(text, f"{what} {path}")
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise UserError(f"{what} {path}{where}: not valid YAML; fix the syntax there") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise UserError(f"{what} {path}: expected a mapping of keys to values, got {type(data).__name__}")
-    return data
+    return safe_yaml.load_mapping(path, what)
 
 
 def save_yaml(path: Path, data: Mapping[str, Any]) -> None:

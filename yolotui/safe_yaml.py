@@ -10,7 +10,10 @@ goes through `load_text` / `load_file`, which
   `MAX_NODES` or a recursive alias before anything is built,
 - turn too-deep nesting (a RecursionError inside the parser) into the same one-line refusal.
 
-Syntax errors are raised as yaml.YAMLError, as before, so callers keep naming the line.
+Syntax errors are raised as yaml.YAMLError, as before, so callers keep naming the line (`error_line`).
+`load_mapping` is the whole job for a file that must hold a mapping: read, bound, parse, and one UserError
+naming the file (and line) for each way it can be wrong; config.load_yaml and the job layer's settings
+reading (runs.usersettings.read_yaml_mapping) both go through it.
 """
 
 from __future__ import annotations
@@ -97,3 +100,37 @@ def load_file(path: Path, source: str | None = None, max_nodes: int = MAX_NODES)
         raise YamlLimitError(f"{source}: larger than the {MAX_BYTES // 1024} KiB yolotui reads from a YAML file; "
                              "is it the right file?")
     return load_text(raw.decode("utf-8"), source, max_nodes)
+
+
+def error_line(exc: BaseException) -> str:
+    """' line N' for a YAML syntax error that knows where it is, else ''."""
+    mark = getattr(exc, "problem_mark", None)
+    return f" line {mark.line + 1}" if mark is not None else ""
+
+
+def load_mapping(path: Path, what: str = "file", max_bytes: int = MAX_BYTES) -> dict[str, Any]:
+    """Parse the YAML mapping in `path` (at most `max_bytes`; empty: {}); UserError naming `what`, the file and
+    the line when it is missing, unreadable, too large, not UTF-8, not YAML, over the bounds or not a mapping."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise UserError(f"{what} {path}: no such file") from None
+    except OSError as exc:
+        raise UserError(f"{what} {path}: cannot read it ({exc.strerror})") from None
+    if len(raw) > max_bytes:
+        raise UserError(f"{what} {path}: larger than {max_bytes >> 10} KiB; is it the right file?")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{what} {path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    try:
+        data = load_text(text, f"{what} {path}")
+    except yaml.YAMLError as exc:
+        raise UserError(f"{what} {path}{error_line(exc)}: not valid YAML; fix the syntax there") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise UserError(f"{what} {path}: expected a mapping of keys to values, got {type(data).__name__}")
+    return data

@@ -47,8 +47,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = safe_yaml.load_file(path)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
+        where = safe_yaml.error_line(exc)
         raise UserError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read ({exc})") from None

@@ -48,8 +48,7 @@ def check_model(cfg: str | Path) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"--cfg {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
+        where = safe_yaml.error_line(exc)
         raise UserError(f"--cfg {path}{where}: not valid YAML; fix the syntax there") from None
     if not isinstance(data, dict):
         raise UserError(f"--cfg {path}: a model YAML is a mapping with nc, backbone and head")

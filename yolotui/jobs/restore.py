@@ -15,16 +15,13 @@ from pathlib import Path
 
 from yolotui.errors import UserError
 from yolotui.runs import layout
-from yolotui.runs.atomic import fsync_dir
+from yolotui.runs.atomic import atomic_open, fsync_dir
 
 
 def _copy_atomic(source: Path, target: Path) -> None:
-    temp = target.with_name(f".{target.name}.restore.tmp")
-    with open(source, "rb") as reader, open(temp, "wb") as writer:
+    """Copy `source` over `target` through runs.atomic (a fresh temp file, never through a symlink)."""
+    with open(source, "rb") as reader, atomic_open(target, "wb") as writer:
         shutil.copyfileobj(reader, writer, 1 << 20)
-        writer.flush()
-        os.fsync(writer.fileno())
-    os.replace(temp, target)
 
 
 def restore_last(run_dir: Path, value: str) -> Path:

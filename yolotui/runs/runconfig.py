@@ -49,8 +49,7 @@ def read_run_config(run_dir: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc}); is this a yolotui run folder?") from exc
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
+        where = safe_yaml.error_line(exc)
         raise UserError(f"{path}{where}: not valid YAML; fix or recreate the run") from exc
     if not isinstance(data, dict):
         raise UserError(f"{path}: expected a mapping of options; fix or recreate the run")

@@ -2,9 +2,8 @@
 
 The TUI keeps its theme choice in the same file (yolotui/tui/themes.py); the job layer reads only its own keys:
 `notify` (see yolotui/runs/notify.py), `log_config` and `log_level` (see yolotui/runs/logconfig.py),
-`watchdog` (see yolotui/runs/watchdog.py). `read_yaml_mapping` is the job layer's reading of a YAML mapping
-(size first, then yolotui.safe_yaml, which bounds alias expansion and nesting; the file and line of a syntax error
-named); runs may not import yolotui.config (a package circle), but yolotui.safe_yaml is a leaf module.
+`watchdog` (see yolotui/runs/watchdog.py). `read_yaml_mapping` reads a YAML mapping through the one bounded
+reader, yolotui.safe_yaml.load_mapping (runs may not import yolotui.config, a package circle; safe_yaml is a leaf).
 """
 
 from __future__ import annotations
@@ -24,35 +23,11 @@ def settings_file() -> Path:
 
 
 def read_yaml_mapping(path: Path, what: str, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
-    """Parse a YAML mapping of at most `max_bytes`; UserError naming `what`, the file and line when it is wrong.
-
-    The parsing is yolotui.safe_yaml's (safe tags, alias expansion and nesting bounded)."""
-    import yaml
-
+    """Parse a YAML mapping of at most `max_bytes`; UserError naming `what`, the file and line when it is wrong
+    (yolotui.safe_yaml.load_mapping: alias expansion and nesting bounded too)."""
     from yolotui import safe_yaml
-    from yolotui.errors import UserError
 
-    path = Path(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read(max_bytes + 1)
-    except FileNotFoundError:
-        raise UserError(f"{what} {path}: no such file") from None
-    except OSError as exc:
-        raise UserError(f"{what} {path}: cannot read it ({exc.strerror})") from None
-    if len(raw) > max_bytes:
-        raise UserError(f"{what} {path}: larger than {max_bytes >> 10} KiB; is it the right file?")
-    try:
-        data = safe_yaml.load_text(raw.decode("utf-8", errors="replace"), f"{what} {path}")
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise UserError(f"{what} {path}{where}: not valid YAML; fix the syntax there") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise UserError(f"{what} {path}: expected a mapping of keys to values, got {type(data).__name__}")
-    return data
+    return safe_yaml.load_mapping(path, what, max_bytes)
 
 
 def load_user_settings(strict: bool = False) -> dict[str, Any]:

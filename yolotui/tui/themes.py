@@ -105,8 +105,7 @@ def load_settings_checked() -> tuple[dict[str, Any], list[str]]:
     except UnicodeDecodeError:
         return {}, [f"{path}: not UTF-8 text; ignored it and started with the default settings"]
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
+        where = safe_yaml.error_line(exc)
         return {}, [f"{path}{where}: not valid YAML; ignored it and started with the default settings"]
     except (OSError, UserError) as exc:
         return {}, [f"{path}: {getattr(exc, 'strerror', None) or exc}; started with the default settings"]

@@ -82,8 +82,7 @@ def load_model_yaml(cfg: str | Path | dict) -> tuple[dict, str]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: cannot read model config: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
+        where = safe_yaml.error_line(exc)
         raise UserError(f"{path}:{where} is not valid YAML: {getattr(exc, 'problem', exc)}") from exc
     if not isinstance(data, dict):
         raise UserError(f"{path}: a model config must be a mapping with nc, backbone and head")
