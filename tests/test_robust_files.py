@@ -78,6 +78,10 @@ def test_item7_a_wrongly_typed_status_field_is_reported_and_the_rest_still_works
     ("command", "rm -rf /", "command: expected a list of text"),
     ("attempts", [1, 2], "attempts: expected a list of objects"),
     ("updated", float("nan"), "updated: expected a number"),
+    ("launching", "yes", "launching: expected true or false"),
+    ("earlier_seconds", "1 h", "earlier_seconds: expected a number"),
+    ("notifications", [1], "notifications: expected an object"),
+    ("slurm", "123", "slurm: expected an object"),
 ])
 def test_item7_every_status_field_is_type_checked(tmp_path, field, value, expected):
     from yolotui.runs.status_schema import status_problem
@@ -199,6 +203,23 @@ def test_item9_billion_laughs_is_refused_everywhere_yolotui_reads_yaml(tmp_path)
     assert "data.yaml" in line and "aliases" in line
 
 
+def test_item9_settings_and_log_config_yaml_are_bounded_too(tmp_path):
+    from yolotui.runs.logconfig import load
+    from yolotui.runs.usersettings import read_yaml_mapping
+
+    bomb = tmp_path / "logging.yaml"
+    bomb.write_text(LAUGHS)
+    started = time.monotonic()
+    with pytest.raises(UserError, match="aliases"):
+        read_yaml_mapping(bomb, "settings")
+    with pytest.raises(UserError, match=r"--log-config .*logging\.yaml: .*aliases"):
+        load(bomb)
+    assert time.monotonic() - started < 5
+    bomb.write_bytes(b"version: 1\nroot: \xff\n")
+    with pytest.raises(UserError, match="not UTF-8"):
+        read_yaml_mapping(bomb, "settings")
+
+
 def test_item9_yaml_size_nesting_and_recursive_aliases_are_bounded(tmp_path):
     from yolotui import safe_yaml
 
@@ -286,6 +307,15 @@ def test_item15_a_cpu_allocation_failure_is_not_oom():
     # CUDA and cuDNN memory errors still are.
     assert classify_exception(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB")) == "oom"
     assert classify_text("RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED") == "oom"
+    assert classify_text("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR") == "oom"
+    # The official trainer's shim (standard library only) draws the same line, and knows a full disk.
+    from yolotui.backends import official_shim as shim
+
+    assert shim.classify(cpu_oom, f"torch.OutOfMemoryError: {cpu_oom}") == "crash"
+    cuda_oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB")
+    assert shim.classify(cuda_oom, f"torch.OutOfMemoryError: {cuda_oom}") == "oom"
+    assert shim.classify(OSError(28, "No space left on device"), "OSError: [Errno 28] No space left on device") \
+        == "disk"
 
 
 # --------------------------------------------------------------------------------------- item 14 (TUI)

@@ -278,6 +278,22 @@ def test_item10_results_csv_symlink_is_refused(tmp_path):
     assert victim.read_text() == "precious\n"
 
 
+def test_item10_the_official_shim_does_not_write_through_links(tmp_path):
+    from yolotui.backends import official_shim as shim
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / "events.jsonl").symlink_to(victim)
+    with pytest.raises(OSError):
+        shim.Events(str(tmp_path / "events.jsonl"), 1).emit("batch")
+    results = tmp_path / "results.csv"
+    results.write_text("header\n")
+    (tmp_path / f"results.csv.tmp.{os.getpid()}").symlink_to(victim)  # a planted temp name
+    shim._atomic_write(str(results), "header\nrow\n")
+    assert results.read_text() == "header\nrow\n" and not results.is_symlink()
+    assert victim.read_text() == "precious\n"
+
+
 def test_item10_exist_ok_keeps_old_logs_under_a_clear_name(tmp_path):
     run_dir = create_run_dir(tmp_path / "proj", "exp")
     for name in ("train.log", "events.jsonl", "supervisor.log", "results.csv", "status.json"):
