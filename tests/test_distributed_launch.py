@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from yolotui.cli import main
 from yolotui.config import default_options, opt_yaml_dict, validate_options
 from yolotui.engine.ddp import DistInfo, convert_sync_bn, rank_device
 from yolotui.errors import UserError
+from yolotui.runs import lock
 from yolotui.runs.distributed import DistributedLaunch, plan_launch, saved_layout, sync_bn_warning
 from yolotui.runs.events import read_events
 from yolotui.runs.layout import ENDED_STATES
@@ -91,6 +91,7 @@ def _capture_launch(monkeypatch) -> list[dict]:
 
     def fake_launch(run_dir, command, **kwargs):
         calls.append({"run_dir": Path(run_dir), "command": list(command), **kwargs})
+        lock.release(kwargs.get("lock_fd"))  # launch() owns the caller's lock descriptor and closes it
 
     monkeypatch.setattr("yolotui.runs.launcher.launch", fake_launch)
     return calls
@@ -123,10 +124,11 @@ def test_bad_layout_is_refused_before_anything_detaches(tmp_path, monkeypatch, c
 
 
 def _resumable_run(tmp_path: Path, flags: dict) -> Path:
+    from tui_fixtures import write_checkpoint
+
     run_dir = make_run(tmp_path, "res", epochs=3, batch_size=4)
-    last = run_dir / "weights" / "last.pt"
-    last.write_bytes(b"placeholder")
-    (run_dir / "weights" / "last.pt.json").write_text(json.dumps({"epoch": 1, "step": 0, "epochs": 3}))
+    # a resumable last.pt (resume checks its verdict before anything detaches, issue 14 item 13)
+    write_checkpoint(run_dir, "last.pt", epoch=1, epochs=3, mtime=time.time())
     (run_dir / "run.yaml").write_text(yaml.safe_dump({"name": "res", "command": ["x"],
                                                       "distributed": {"nproc_per_node": 2, "flags": flags}}))
     return run_dir
