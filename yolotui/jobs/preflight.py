@@ -36,22 +36,13 @@ def check_data(data: str | Path) -> dict[str, int]:
 
 def check_model(cfg: str | Path) -> int:
     """The number of layers of a model YAML; UserError naming the file, layer and field when it is wrong."""
-    import yaml
 
     from yolotui import safe_yaml
     from yolotui.configs import resolve_model_cfg
     from yolotui.configs.modules import KNOWN_MODULES, short_module_name
 
     path = resolve_model_cfg(str(cfg))
-    try:
-        data: Any = safe_yaml.load_file(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"--cfg {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
-    except yaml.YAMLError as exc:
-        where = safe_yaml.error_line(exc)
-        raise UserError(f"--cfg {path}{where}: not valid YAML; fix the syntax there") from None
-    if not isinstance(data, dict):
-        raise UserError(f"--cfg {path}: a model YAML is a mapping with nc, backbone and head")
+    data = safe_yaml.load_mapping(path, "--cfg")  # read, bounded, parsed: one line naming the file when wrong
     rows: list[Any] = []
     for part in ("backbone", "head"):
         value = data.get(part)
