@@ -156,6 +156,7 @@ def test_item14_nan_inf_and_huge_images_are_refused(tmp_path, data, args):
     ["gpu", "--watch", "--interval", "inf"],
     ["stop", "somerun", "--grace", "nan"],
     ["logs", "somerun", "--interval", "nan"],
+    ["resume", "somerun", "--stall-timeout", "nan"],
 ])
 def test_item14_every_float_flag_refuses_nan_and_inf(tmp_path, args):
     line = _one_line_error(_cli(args, cwd=tmp_path))
