@@ -44,8 +44,10 @@ def _rate(stamps: list[tuple[float, int]], skip: int) -> float:
     return images / (timed[-1][0] - timed[0][0])
 
 
-def yolotui_rate(data_yaml: Path, cfg: str, folder: Path, skip: int, batches: int, workers: int) -> float:
-    """Images/s of the yolotui Trainer (full training step incl. data loading), stopped after the timed steps."""
+def yolotui_rate(data_yaml: Path, cfg: str, folder: Path, skip: int, batches: int, workers: int,
+                 precision: str = "auto") -> float:
+    """Images/s of the yolotui Trainer (full training step incl. data loading), stopped after the timed steps;
+    `precision` is its --precision (auto: bf16 autocast on CPUs with native bf16)."""
     from yolotui.config import default_options, load_hyp, validate_options
     from yolotui.configs import resolve_hyp
     from yolotui.engine.trainer import Trainer
@@ -53,7 +55,7 @@ def yolotui_rate(data_yaml: Path, cfg: str, folder: Path, skip: int, batches: in
 
     opt, _ = validate_options(default_options(cfg=cfg, data=str(data_yaml), imgsz=IMG, batch_size=BATCH, epochs=1,
                                               device="cpu", workers=workers, project=str(folder), name=cfg,
-                                              close_mosaic=0, patience=0))
+                                              close_mosaic=0, patience=0, precision=precision))
     run_dir = folder / cfg
     (run_dir / "weights").mkdir(parents=True, exist_ok=True)
     write_run_files(run_dir, opt, load_hyp(resolve_hyp(None)))

@@ -74,8 +74,9 @@ def _time_steps(step, steps: int, images: int) -> float:
     return steps * images / (time.perf_counter() - start)
 
 
-def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int) -> float:
-    """Images/s of forward + loss + backward + SGD step of a yolotui model, prepared as the trainer does."""
+def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int, precision: str = "auto") -> float:
+    """Images/s of forward + loss + backward + SGD step of a yolotui model, prepared as the trainer does
+    (memory format, and the autocast dtype `--precision` gives on this CPU)."""
     import torch
 
     from yolotui.config import load_hyp
@@ -84,6 +85,7 @@ def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int) -> float:
     from yolotui.engine.memory_format import prepare_for_training, training_memory_format
     from yolotui.engine.model import build_model
     from yolotui.engine.optim import build_optimizer
+    from yolotui.engine.precision import autocast_dtype, to_float32
 
     torch.manual_seed(0)
     device = torch.device("cpu")
@@ -94,8 +96,12 @@ def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int) -> float:
     imgs = (batch["img"].float() / 255).contiguous(memory_format=memory_format)
     targets = batch["targets"]
 
+    amp = autocast_dtype(device, precision)
+
     def step() -> None:
-        loss, _ = loss_fn(model(imgs), targets)
+        with torch.autocast(device_type="cpu", dtype=amp, enabled=amp is not None):
+            preds = model(imgs)
+        loss, _ = loss_fn(to_float32(preds), targets)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -189,6 +195,9 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=6, help="timed model steps")
     parser.add_argument("--workers", type=int, default=0,
                         help="data-loader workers of the whole loop, both sides (ultralytics uses 0 on the CPU)")
+    parser.add_argument("--precision", choices=("auto", "fp32"), default="auto",
+                        help="yolotui's --precision (auto: bf16 autocast on CPUs with native bf16; ultralytics "
+                             "trains in fp32 on the CPU either way)")
     parser.add_argument("--parts", nargs="+", choices=("loop", "step", "val"), default=["loop", "step", "val"])
     parser.add_argument("--ultralytics-site", default=os.environ.get("ULTRALYTICS_SITE", DEFAULT_SITE),
                         help=f"site-packages holding ultralytics (default {DEFAULT_SITE} when it exists)")
@@ -225,14 +234,14 @@ def main() -> int:
             record("step", "ultralytics", ultralytics_step_rate(batch, nc, args.steps))
             for cfg in args.cfg:
                 torch.set_num_threads(args.threads)
-                record("step", cfg, yolotui_step_rate(cfg, batch, nc, args.steps))
+                record("step", cfg, yolotui_step_rate(cfg, batch, nc, args.steps, args.precision))
         if "loop" in args.parts:
             record("loop", "ultralytics", loop_bench.ultralytics_rate(data_yaml, folder / f"u{r}", args.skip,
                                                                      args.batches, args.workers, args.threads))
             for cfg in args.cfg:
                 torch.set_num_threads(args.threads)
                 record("loop", cfg, loop_bench.yolotui_rate(data_yaml, cfg, folder / f"y{r}", args.skip,
-                                                            args.batches, args.workers))
+                                                            args.batches, args.workers, args.precision))
         if "val" in args.parts:
             torch.set_num_threads(args.threads)
             record("val", "ultralytics", ultralytics_val_rate(data_yaml, args.imgsz, args.batch, folder / f"uv{r}"))
@@ -240,9 +249,12 @@ def main() -> int:
                 torch.set_num_threads(args.threads)
                 record("val", cfg, yolotui_val_rate(cfg, data_yaml, args.imgsz, args.batch))
 
+    from yolotui.engine.precision import autocast_dtype, describe
+
+    precision_word = describe(autocast_dtype(torch.device("cpu"), args.precision))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\nyolotui vs ultralytics YOLOv9t, CPU, {args.imgsz} px, batch {args.batch}, {args.threads} threads, "
-          f"{args.workers} loop workers, {args.rounds} round(s); load average now {load:.2f} on {os.cpu_count()} "
+          f"{args.workers} loop workers, yolotui --precision {args.precision} ({precision_word}), {args.rounds} round(s); load average now {load:.2f} on {os.cpu_count()} "
           "CPUs (quote only quiet-machine runs):")
     for part in ("loop", "step", "val"):
         if part not in args.parts:

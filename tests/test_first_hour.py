@@ -311,7 +311,7 @@ def test_choosing_a_shipped_model_is_not_a_warning(tmp_path):
 
     data = make_demo_dataset(tmp_path / "data", n_train=2, n_val=1, img=64, seed=0)
     notes: list[str] = []
-    _, warnings = validate_options(default_options(cfg="gelan-t", data=str(data), hyp="hyp.demo.yaml",
+    _, warnings = validate_options(default_options(cfg="gelan-t", data=str(data), hyp="hyp.short-run.yaml",
                                                    device="cpu"), notes=notes)
     assert not [w for w in warnings if "shipped" in w], warnings
     assert any("gelan-t.yaml" in note for note in notes), notes

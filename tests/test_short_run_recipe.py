@@ -1,4 +1,4 @@
-"""The short-run recipe (hyp.demo.yaml): optional hyp keys `nbs` and `warmup_min_iters`, and the shipped file."""
+"""The short-run recipe (hyp.short-run.yaml): optional hyp keys `nbs` and `warmup_min_iters`, and the shipped file."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_nominal_batch_from_hyp_sets_accumulation_and_decay(tmp_path, nbs, accum
 
 
 def test_shipped_demo_hyp_has_every_official_key_and_the_short_run_keys():
-    demo = load_hyp(resolve_hyp("hyp.demo.yaml"))
+    demo = load_hyp(resolve_hyp("hyp.short-run.yaml"))
     official = load_hyp(resolve_hyp(None))
     assert set(official) <= set(demo)
     assert demo["nbs"] == 16 and demo["warmup_min_iters"] == 0 and demo["mixup"] == 0.0

@@ -51,6 +51,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "single_cls": False,
     "save_period_min": 10.0,
     "sync_bn": False,
+    "precision": "auto",
 }
 
 # Official opt.yaml keys yolotui does not act on, written with the values it behaves as.
@@ -69,6 +70,7 @@ FIXED_OFFICIAL_KEYS: dict[str, Any] = {
 }
 
 OPTIMIZERS = ("SGD", "Adam", "AdamW")
+PRECISIONS = ("auto", "fp32")  # the training forward pass: see yolotui.engine.precision
 
 # Hyperparameters the engine reads; a hyp file missing one of them is rejected.
 REQUIRED_HYP_KEYS = (
@@ -241,6 +243,8 @@ def validate_options(opt: dict[str, Any], check_device: bool = True,
             raise UserError(f"{flag} {opt[key]}: must be at least 1")
     if int(opt["workers"]) < 0:
         raise UserError(f"--workers {opt['workers']}: cannot be negative")
+    if opt.get("precision", "auto") not in PRECISIONS:
+        raise UserError(f"--precision {opt['precision']}: choose one of {', '.join(PRECISIONS)}")
     if opt["optimizer"] not in OPTIMIZERS:
         raise UserError(f"--optimizer {opt['optimizer']}: choose one of {', '.join(OPTIMIZERS)}")
     if sum(bool(opt[k]) for k in ("cos_lr", "flat_cos_lr", "fixed_lr")) > 1:

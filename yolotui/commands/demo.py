@@ -1,6 +1,7 @@
 """`yolotui demo`: generate the demo data set if absent, start a short detached training run, and follow it.
 
-The run trains a small model (gelan-t by default, 160 px, 50 epochs, the short-run recipe hyp.demo.yaml) on
+The run trains a small model (gelan-t by default, 160 px, 50 epochs; the recipe `yolotui train` picks for so
+few optimizer steps, hyp.short-run.yaml) on
 coloured shapes generated locally, so it needs no download and finishes in minutes on a laptop CPU. It opens
 the dashboard, or (with --no-tui) follows in plain text; --detach or --json return at once. Quitting either
 never stops the run. Run again while a demo trains, it opens that demo (and says so) instead of a second one.
@@ -14,7 +15,6 @@ import sys
 from pathlib import Path
 
 DEMO_MODEL = "gelan-t"
-DEMO_HYP = "hyp.demo.yaml"  # few optimizer steps: no accumulation, 1-epoch warmup, milder augmentation
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=50, help="epochs (default 50: mAP50 about 0.5 by epoch 30)")
     add_batch(parser, default=16, help="total batch size (default 16)")
     add_imgsz(parser, default=160, help="image size (default 160)")
-    parser.add_argument("--hyp", default=DEMO_HYP, help=f"hyperparameters (default {DEMO_HYP}, tuned for short runs)")
+    parser.add_argument("--hyp", default=None, help="hyperparameters (default: as `yolotui train` picks: the "
+                        "short-run recipe for so few optimizer steps)")
     parser.add_argument("--device", default="", help="default: first GPU, else cpu")
     parser.add_argument("--workers", type=int, default=2, help="data loader workers (default 2)")
     parser.add_argument("--project", default="runs/train", help="parent folder of the run (default runs/train)")

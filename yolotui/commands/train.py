@@ -26,7 +26,7 @@ TRAIN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--weights",), {"help": "initial weights: a yolotui checkpoint or an official YOLOv9 .pt"}),
     (("--cfg",), {"help": "model YAML: a path or a shipped name (yolov9-s, models/detect/yolov9-c.yaml)"}),
     (("--data",), {"help": "data.yaml path"}),
-    (("--hyp",), {"help": "hyperparameters YAML (default: the shipped hyp.scratch-high.yaml)"}),
+    (("--hyp",), {"help": "hyperparameters YAML (default: hyp.short-run.yaml for runs under 1000 optimizer steps, else the official hyp.scratch-high.yaml)"}),
     (("--epochs",), {"type": int, "help": "total training epochs (default 100)"}),
     (BATCH_FLAGS, {"dest": "batch_size", "type": int, "help": "total batch size (default 16)"}),
     (IMGSZ_FLAGS, {"dest": "imgsz", "type": int, "help": "image size (default 640)"}),
@@ -50,6 +50,8 @@ TRAIN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--single-cls",), {"action": "store_true", "help": "train as a single class"}),
     (("--save-period-min",), {"type": float, "help": "minutes between mid-epoch last.pt saves (default 10)"}),
     (("--sync-bn",), {"action": "store_true", "help": "SyncBatchNorm across the GPUs of a multi-GPU (DDP) run"}),
+    (("--precision",), {"choices": ["auto", "fp32"],
+                        "help": "auto (default): fp16 AMP on CUDA, bf16 autocast on CPUs with native bf16; fp32: off"}),
 ]
 
 # The help group of each training option (by its first flag).
@@ -60,6 +62,7 @@ FLAG_GROUPS: dict[str, str] = {
     "--flat-cos-lr": SCHEDULE, "--fixed-lr": SCHEDULE, "--label-smoothing": SCHEDULE, "--patience": SCHEDULE,
     "--seed": SCHEDULE, "--optimizer": SCHEDULE,
     "--device": HARDWARE, "--workers": HARDWARE, "--sync-bn": HARDWARE,
+    "--precision": HARDWARE,
     "--project": RUN_CONTROL, "--name": RUN_CONTROL, "--exist-ok": RUN_CONTROL, "--save-period": RUN_CONTROL,
     "--save-period-min": RUN_CONTROL,
 }

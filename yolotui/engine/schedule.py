@@ -2,7 +2,8 @@
 
 The schedule is a factor of lr0 per epoch: linear from 1 to lrf, cosine (one cycle), flat-cosine (flat for the
 first half, then cosine) or fixed. Warmup interpolates per iteration over the first `warmup_iters` batches:
-the bias group falls from warmup_bias_lr, the other groups rise from 0, momentum rises from warmup_momentum.
+the bias group falls from warmup_bias_lr, the other groups rise from 0, SGD momentum rises from warmup_momentum
+(Adam's beta1 stays at `momentum`, as officially).
 
 Extending a run to N epochs re-plans the schedule: the factor is computed as if N epochs had been planned from
 the start, and training continues at the current epoch on that curve (see `LrPlan.extended`).
@@ -72,10 +73,8 @@ class LrPlan:
                     float(np.interp(iteration, [0, self.warmup_iters], [self.warmup_momentum, self.momentum]))
                     if warming else self.momentum
                 )
-            elif "betas" in group:
-                beta1 = (float(np.interp(iteration, [0, self.warmup_iters], [self.warmup_momentum, self.momentum]))
-                         if warming else self.momentum)
-                group["betas"] = (beta1, group["betas"][1])
+            elif "betas" in group:  # as the official trainer: Adam's beta1 is the momentum, not warmed up
+                group["betas"] = (self.momentum, group["betas"][1])
 
     def extended(self, epochs: int) -> LrPlan:
         """The same schedule re-planned for `epochs` in total (continuing at the current epoch)."""

@@ -37,6 +37,7 @@ from yolotui.engine.memory_format import prepare_for_training, training_memory_f
 from yolotui.engine.model import build_model
 from yolotui.engine.official import load_weights_source
 from yolotui.engine.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
+from yolotui.engine.precision import autocast_dtype, describe, to_float32
 from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
 from yolotui.engine.signals import SignalRequests
 from yolotui.errors import UserError
@@ -256,7 +257,7 @@ class Trainer:
         self.nc, self.names = data.nc, data.names
         self._build_model()
         self.imgsz = int(self.opt["imgsz"])
-        nominal = int(self.hyp.get("nbs", NOMINAL_BATCH))  # optional hyp key (hyp.demo.yaml); official: 64
+        nominal = int(self.hyp.get("nbs", NOMINAL_BATCH))  # optional hyp key (hyp.short-run.yaml); official: 64
         self.accumulate = self.accumulate_override or accumulation_steps(self.batch_size, nominal)
         decay = scaled_weight_decay(float(self.hyp["weight_decay"]), self.batch_size, nominal)
         if self.accumulate_override:  # weight decay follows the images per optimizer step actually used
@@ -265,7 +266,8 @@ class Trainer:
                                          float(self.hyp["momentum"]), decay)
         self.ema = ModelEMA(self.model)
         self.ema.frozen = frozen_state_keys(unwrap(self.model), self.freeze_prefixes)
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.cuda)
+        self.amp_dtype = autocast_dtype(self.device, str(self.opt.get("precision") or "auto"))
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.cuda and self.amp_dtype is torch.float16)
         self.loss_fn = loss_for_model(unwrap(self.model), self.hyp, float(self.opt.get("label_smoothing", 0.0)))
         self.train_set, self.val_loader = pipeline.build_datasets(data, self.opt, self.hyp, self.rank_batch)
         self.batches = pipeline.batches_per_epoch(self.train_set, self.rank_batch, self.dist.world_size)
@@ -386,12 +388,16 @@ class Trainer:
         imgs = imgs.contiguous(memory_format=training_memory_format(self.device))
         targets = batch["targets"].to(self.device)
         self.faults.before_step()
-        with torch.autocast(device_type=self.device.type, enabled=self.cuda):
+        amp = self.amp_dtype
+        with torch.autocast(device_type=self.device.type, dtype=amp, enabled=amp is not None):
             preds = self.model(imgs)
-            loss, items = self.loss_fn(preds, targets)
-            loss = self.faults.loss(loss)
-            if self.dist.distributed:
-                loss = loss * self.dist.world_size  # DDP averages gradients over ranks
+            if amp is torch.float16:  # as the official trainer: the loss under AMP too
+                loss, items = self.loss_fn(preds, targets)
+        if amp is not torch.float16:  # bf16 (CPU) or fp32: the loss and the assigner in float32
+            loss, items = self.loss_fn(to_float32(preds), targets)
+        loss = self.faults.loss(loss)
+        if self.dist.distributed:
+            loss = loss * self.dist.world_size  # DDP averages gradients over ranks
         finite = bool(torch.isfinite(loss.detach()))
         if self.dist.distributed:  # every rank must skip the same step, or the gradient all-reduce hangs
             finite = not ddp.agree([not finite], self.dist, self.device)[0]
@@ -523,7 +529,8 @@ class Trainer:
             "cfg", "data", "epochs", "batch_size", "imgsz", "optimizer", "weights", "device", "workers")},
             world_size=self.dist.world_size, devices=[_device_name(self.device)], resumed_from=self.resumed_from,
             accumulate=self.accumulate, lr_scale=self.lr_scale, batches=self.batches, frozen=self.frozen,
-            transfer=self.transfer_note)
+            transfer=self.transfer_note, precision=describe(self.amp_dtype))
+        self._log(f"precision: {describe(self.amp_dtype)} on {_device_name(self.device)}", logging.DEBUG)
         if self.start_epoch >= self.epochs:
             self._log(f"Nothing to train: {self.start_epoch}/{self.epochs} epochs done; use --epochs N to extend")
             self.events.emit("done", metrics=self.last_metrics, best=str(self.best_path), epochs=self.epochs,

@@ -139,4 +139,24 @@ def new_run(request: NewRunRequest) -> StartedRun:
         raise UserError(f"--restart-backoff {request.backoff_s:g}: give a finite number of seconds, 0 or more")
     resolve_after(request.queue)  # an unknown --after RUN is refused before the folder is made
     run_extra = request.extras.entries()  # a bad --log-config is refused before any folder is made
-    return launch_prepared(prepare_run(request.options), request, run_extra=run_extra)
+    options, notes = with_recipe(request.options, request.backend)
+    return launch_prepared(prepare_run(options), request, notes=notes, run_extra=run_extra)
+
+
+def with_recipe(options: dict[str, Any], backend: str = ENGINE) -> tuple[dict[str, Any], list[str]]:
+    """`options` with the hyperparameter recipe chosen for the run when --hyp is not given (engine runs only:
+    the official backend keeps its own default), and the launch note that says which and why.
+
+    The rule is yolotui.configs.recipe's: under 1000 optimizer steps at the nominal batch 64, the short-run
+    recipe. UserError names data.yaml when its training images cannot be listed.
+    """
+    if options.get("hyp") or backend != ENGINE or not options.get("data"):
+        return options, []
+    from yolotui.config import TRAIN_DEFAULTS, resolve_data
+    from yolotui.configs.recipe import choose_recipe
+    from yolotui.datasets import list_images, load_data_yaml
+
+    data = load_data_yaml(resolve_data(options["data"]))
+    epochs = int(options.get("epochs") or TRAIN_DEFAULTS["epochs"])
+    choice = choose_recipe(epochs, len(list_images(data.train)))
+    return {**options, "hyp": choice.hyp}, [choice.reason]

@@ -65,7 +65,7 @@ class NewRunWizard(WizardScreen):
         yield field_row("device", Input(values.get("device", ""), placeholder="reading GPUs…", id="device",
                                         compact=True), "device", "reading GPUs…")
         yield field_row("hyp", PathInput(values.get("hyp", ""), suffixes=(".yaml", ".yml"),
-                                         placeholder="shipped hyp.scratch-high.yaml", id="hyp"), "hyp")
+                                         placeholder="chosen by run length (short-run / scratch-high)", id="hyp"), "hyp")
         yield field_row("workers", Input(values.get("workers", DEFAULTS["workers"]), id="workers", compact=True),
                         "workers")
         name = values.get("name") or checks.free_name(self.project, "exp")
