@@ -61,6 +61,17 @@ def _started(run_dir: Path, attempt: int = 1) -> bool:
     return any(e["type"] == "start" and e.get("attempt") == attempt for e in events)
 
 
+def _explain(run_dir: Path) -> str:
+    """What a failed assertion shows: the status message and the tails of the supervisor's and the job's logs."""
+    status = read_status(run_dir)
+    parts = [f"status: {status.state if status else None}: {status.message if status else ''}"]
+    for name in ("supervisor.log", "slurm.log"):
+        path = run_dir / name
+        tail = path.read_text(errors="replace").splitlines()[-15:] if path.exists() else ["(missing)"]
+        parts.append(f"--- {name}\n" + "\n".join(tail))
+    return "\n".join(parts)
+
+
 def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "yolotui", *args], capture_output=True, text=True,
                           timeout=timeout)
@@ -98,7 +109,7 @@ def test_time_limit_checkpoints_requeues_and_resumes_exactly(slurm_cluster, tmp_
         wait_for(lambda: effective_state(run_dir) in ("finished", "failed", "interrupted", "stopped"), 240,
                  "the requeued job to finish")
         status = read_status(run_dir)
-        assert effective_state(run_dir) == "finished", (status.message, (run_dir / "supervisor.log").read_text())
+        assert effective_state(run_dir) == "finished", _explain(run_dir)
         assert [a.get("failure_class") for a in status.attempts] == ["timelimit", None]
         assert status.slurm["job_id"] == job and status.slurm["restarts"] == 1
         starts = [e for e in read_events(run_dir / "events.jsonl") if e["type"] == "start"]
@@ -200,7 +211,7 @@ def test_scancel_from_outside_leaves_it_interrupted_and_resumable(slurm_cluster,
         assert second != job and read_run_config(run_dir)["slurm"]["job_ids"] == [job, second]
         wait_for(lambda: effective_state(run_dir) in ("finished", "failed", "interrupted"), 180,
                  "the resumed job to finish")
-        assert effective_state(run_dir) == "finished", read_status(run_dir).message
+        assert effective_state(run_dir) == "finished", _explain(run_dir)
         assert [int(r["epoch"]) for r in read_rows(run_dir / "results.csv")] == [0, 1]
         starts = [e for e in read_events(run_dir / "events.jsonl") if e["type"] == "start"]
         assert starts[-1]["resumed_from"]
@@ -224,7 +235,7 @@ def test_requeue_from_outside_counts_as_preempted_and_resumes(slurm_cluster, tmp
         wait_for(lambda: effective_state(run_dir) in ("finished", "failed", "stopped") and
                  squeue_state(job)[0] != "PENDING", 180, "the requeued job to finish")
         status = read_status(run_dir)
-        assert effective_state(run_dir) == "finished", status.message
+        assert effective_state(run_dir) == "finished", _explain(run_dir)
         assert [a.get("failure_class") for a in status.attempts] == ["preempted", None], status.attempts
         assert [int(r["epoch"]) for r in read_rows(run_dir / "results.csv")] == [0, 1]
         starts = [e for e in read_events(run_dir / "events.jsonl") if e["type"] == "start"]
