@@ -20,7 +20,7 @@ install lines and `--ultralytics-site` this script shares). `--sides yolotui` ru
 tests/test_convergence.py, a slow-marked test).
 
 Usage: python bench/bench_convergence.py [--cfg gelan-t] [--epochs 30] [--img 256] [--batch 16] [--hyp FILE]
-       [--rounds 1] [--sides yolotui ultralytics] [--workers 0] [--threads 2] [--target 0.5] [--json]
+       [--rounds 1] [--sides yolotui ultralytics] [--workers 0] [--threads 2] [--target 0.5] [--json] [--keep]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -145,6 +146,7 @@ def main() -> int:
     parser.add_argument("--ultralytics-site", default=os.environ.get("ULTRALYTICS_SITE",
                                                                      "/tmp/ulvenv/lib/python3.11/site-packages"))
     parser.add_argument("--json", action="store_true", help="print one JSON object per side and round")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder (data, both runs)")
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="bench-converge-"))
@@ -155,7 +157,19 @@ def main() -> int:
             from bench_vs_ultralytics import INSTALL_HINT
 
             print(INSTALL_HINT, file=sys.stderr)
+            shutil.rmtree(folder, ignore_errors=True)
             return 2
+    try:
+        return _compare(folder, args)
+    finally:
+        if args.keep:
+            print(f"kept {folder}", file=sys.stderr)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _compare(folder: Path, args: argparse.Namespace) -> int:
+    """Train the sides in `folder`, print each round and the medians."""
     import torch
 
     from yolotui.datasets import make_demo_dataset

@@ -50,6 +50,19 @@ def test_a_new_run_without_hyp_gets_the_short_run_recipe_in_opt_yaml(tmp_path):
     assert Path(opt["hyp"]).name == SHORT_RUN_HYP
     hyp = yaml.safe_load((prepared.run_dir / "hyp.yaml").read_text())
     assert hyp["nbs"] == 16 and hyp["warmup_min_iters"] == 0
+    assert (opt["optimizer"], opt["close_mosaic"]) == ("AdamW", 1)  # the recipe's options: 3 epochs // 3
+    assert "with optimizer AdamW, close_mosaic 1" in notes[0]
+
+
+def test_the_recipe_options_give_way_to_the_command_line(tmp_path):
+    from yolotui.jobs.new_run import with_recipe
+
+    data = _demo_data(tmp_path)
+    options, notes = with_recipe({"data": str(data), "epochs": 60, "optimizer": "SGD"}, ENGINE)
+    assert (options["optimizer"], options["close_mosaic"], options["hyp"]) == ("SGD", 10, SHORT_RUN_HYP)
+    assert "optimizer" not in notes[0].split("; with ")[1] and "close_mosaic 10" in notes[0]
+    options, notes = with_recipe({"data": str(data), "epochs": 60, "optimizer": "SGD", "close_mosaic": 0}, ENGINE)
+    assert options["close_mosaic"] == 0 and "; with" not in notes[0]
 
 
 def test_a_given_hyp_and_the_official_backend_are_left_alone(tmp_path):

@@ -40,8 +40,8 @@ def test_extend_finished_run_from_3_to_5_epochs(tmp_path):
     assert [int(r["epoch"]) for r in rows] == [0, 1, 2, 3, 4]
     last = load(run_dir / "weights" / "last.pt")
     assert (last["epoch"], last["epochs"]) == (5, 5)
-    lr_factor_epoch3 = (1 - 3 / 5) * (1 - 0.01) + 0.01
-    assert rows[3]["x/lr1"] == pytest.approx(0.01 * lr_factor_epoch3, rel=1e-3)
+    lr_factor_epoch2 = (1 - 2 / 5) * (1 - 0.01) + 0.01  # epoch 3 trains at epoch 2's factor, as officially
+    assert rows[3]["x/lr1"] == pytest.approx(0.01 * lr_factor_epoch2, rel=1e-3)
     epochs = [e["epoch"] for e in read_events(run_dir / "events.jsonl") if e["type"] == "epoch"]
     assert epochs == [0, 1, 2, 3, 4]
 

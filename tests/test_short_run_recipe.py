@@ -36,3 +36,5 @@ def test_shipped_demo_hyp_has_every_official_key_and_the_short_run_keys():
     official = load_hyp(resolve_hyp(None))
     assert set(official) <= set(demo)
     assert demo["nbs"] == 16 and demo["warmup_min_iters"] == 0 and demo["mixup"] == 0.0
+    # the AdamW values measured in bench/bench_convergence.py (lr 0.004, beta1 0.9, no SGD-style bias warmup)
+    assert (demo["lr0"], demo["momentum"], demo["warmup_bias_lr"]) == (0.004, 0.9, 0.0)

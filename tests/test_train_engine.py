@@ -94,6 +94,28 @@ def test_schedules_and_warmup():
     assert fake.param_groups[0]["lr"] == pytest.approx(0.01) and fake.param_groups[1]["momentum"] == 0.937
 
 
+def test_lr_after_warmup_lags_one_epoch_as_officially():
+    """The official trainer steps its LambdaLR after `last_epoch` was set back by one: epoch e trains at epoch
+    e-1's factor, except epoch 0 and the epoch in which warmup ends (recorded from its results.csv, lr columns)."""
+    from yolotui.engine.schedule import LrPlan
+
+    class FakeOptimizer:
+        param_groups = [{"lr": 0, "momentum": 0}, {"lr": 0, "momentum": 0}]
+
+    plan, fake, batches = LrPlan("linear", 0.01, 30, 100, 0.1, 0.8, 0.937), FakeOptimizer(), 8
+    seen = {}
+    for epoch in (11, 12, 13, 14, 29):
+        plan.apply(fake, epoch, epoch * batches + batches - 1, 0.01, epoch * batches)
+        seen[epoch] = round(fake.param_groups[1]["lr"], 5)
+    # the official gelan-t run with hyp.scratch-high, 8 batches per epoch, 30 epochs, logged these lrs
+    assert seen == {11: 0.00605, 12: 0.00604, 13: 0.00604, 14: 0.00571, 29: 0.00076}
+    no_warmup = LrPlan("linear", 0.01, 10, 0, 0.1, 0.8, 0.937)
+    no_warmup.apply(fake, 0, 0, 0.01, 0)
+    assert fake.param_groups[1]["lr"] == pytest.approx(0.01)
+    no_warmup.apply(fake, 1, 8, 0.01, 8)
+    assert fake.param_groups[1]["lr"] == pytest.approx(0.01)  # epoch 1 still at epoch 0's factor
+
+
 def test_trainer_writes_results_events_and_checkpoints(tmp_path):
     from yolotui.engine.trainer import Trainer
 

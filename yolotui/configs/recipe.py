@@ -4,7 +4,8 @@ The official recipe (hyp.scratch-high.yaml: nominal batch 64 by gradient accumul
 at least 100 iterations, mosaic + mixup + copy-paste, scale 0.9) is tuned for hundreds of thousands of
 optimizer steps on COCO. A run on a small data set for a few dozen epochs makes a few dozen steps instead
 (30 epochs of 128 images: 60 steps), most of them still warming up, under augmentation it has no time to
-absorb; it barely learns. Such runs get the short-run recipe (hyp.short-run.yaml) instead.
+absorb; it barely learns. Such runs get the short-run recipe instead: hyp.short-run.yaml, the AdamW
+optimizer and mosaic off for the last third of the epochs (at most 10), each unless the command line gives it.
 
 The rule counts the optimizer steps the official recipe would make: epochs x training images / 64. Under
 SHORT_RUN_MAX_STEPS it is a short run. The choice is written to opt.yaml (`hyp:` names the file) and said
@@ -15,7 +16,7 @@ any run.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 OFFICIAL_HYP = "hyp.scratch-high.yaml"
 SHORT_RUN_HYP = "hyp.short-run.yaml"
@@ -30,6 +31,13 @@ class RecipeChoice:
     hyp: str
     steps: int
     reason: str
+    opt_defaults: dict = field(default_factory=dict)  # options the recipe sets when the command line does not
+
+
+def short_run_options(epochs: int) -> dict:
+    """The short-run recipe's options beside its hyp file: AdamW, and mosaic off for the last third of the
+    epochs (at most 10, at least 1) so the last epochs see whole images as validation does."""
+    return {"optimizer": "AdamW", "close_mosaic": min(10, max(1, int(epochs) // 3))}
 
 
 def planned_steps(epochs: int, train_images: int) -> int:
@@ -44,5 +52,5 @@ def choose_recipe(epochs: int, train_images: int) -> RecipeChoice:
     if steps < SHORT_RUN_MAX_STEPS:
         return RecipeChoice(SHORT_RUN_HYP, steps, f"hyperparameters {SHORT_RUN_HYP}, the short-run recipe: {sums}, "
                                                   f"under {SHORT_RUN_MAX_STEPS} (--hyp {OFFICIAL_HYP} for the "
-                                                  "official one)")
+                                                  "official one)", short_run_options(epochs))
     return RecipeChoice(OFFICIAL_HYP, steps, f"hyperparameters {OFFICIAL_HYP}, the official recipe: {sums}")

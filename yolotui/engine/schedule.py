@@ -58,10 +58,25 @@ class LrPlan:
             return 1.0
         return (1 - x / steps) * (1.0 - lrf) + lrf
 
-    def apply(self, optimizer: Any, epoch: int, iteration: int, lr0: float) -> None:
-        """Set every group's lr (and momentum) for global iteration `iteration` of `epoch`."""
-        base = lr0 * self.factor(epoch)
+    def epoch_factor(self, epoch: int, epoch_start: int) -> float:
+        """lr / lr0 after warmup during `epoch`, whose first batch is global iteration `epoch_start`.
+
+        As in the official trainer, whose LambdaLR is stepped at each epoch's end after `last_epoch` was set
+        back by one: epoch e trains at the factor of epoch e-1, except epoch 0 and the epoch in which warmup
+        ends (warmup's last value, the factor of that epoch, holds until the epoch ends).
+        """
+        if epoch == 0 or (self.warmup_iters > 0 and epoch_start <= self.warmup_iters):
+            return self.factor(epoch)
+        return self.factor(epoch - 1)
+
+    def apply(self, optimizer: Any, epoch: int, iteration: int, lr0: float, epoch_start: int | None = None) -> None:
+        """Set every group's lr (and momentum) for global iteration `iteration` of `epoch` (whose first batch is
+        global iteration `epoch_start`; None for `iteration`'s own epoch start unknown: no lag is applied)."""
         warming = iteration <= self.warmup_iters and self.warmup_iters > 0
+        if warming or epoch_start is None:
+            base = lr0 * self.factor(epoch)
+        else:
+            base = lr0 * self.epoch_factor(epoch, epoch_start)
         for j, group in enumerate(optimizer.param_groups):
             if warming:
                 start = self.warmup_bias_lr if j == 0 else 0.0

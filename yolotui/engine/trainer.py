@@ -433,7 +433,7 @@ class Trainer:
         last_event, window_start, window_images = 0.0, time.monotonic(), 0
         for i, batch in enumerate(loader, start=start_step):
             ni = i + self.batches * epoch
-            self.plan.apply(self.optimizer, epoch, ni, float(self.hyp["lr0"]))
+            self.plan.apply(self.optimizer, epoch, ni, float(self.hyp["lr0"]), self.batches * epoch)
             if self.lr_scale != 1.0:
                 for group in self.optimizer.param_groups:
                     group["lr"] *= self.lr_scale

@@ -148,7 +148,7 @@ def with_recipe(options: dict[str, Any], backend: str = ENGINE) -> tuple[dict[st
     the official backend keeps its own default), and the launch note that says which and why.
 
     The rule is yolotui.configs.recipe's: under 1000 optimizer steps at the nominal batch 64, the short-run
-    recipe. UserError names data.yaml when its training images cannot be listed.
+    recipe (its hyp file, and AdamW and close_mosaic where the options do not give them). UserError names data.yaml when its training images cannot be listed.
     """
     if options.get("hyp") or backend != ENGINE or not options.get("data"):
         return options, []
@@ -159,4 +159,8 @@ def with_recipe(options: dict[str, Any], backend: str = ENGINE) -> tuple[dict[st
     data = load_data_yaml(resolve_data(options["data"]))
     epochs = int(options.get("epochs") or TRAIN_DEFAULTS["epochs"])
     choice = choose_recipe(epochs, len(list_images(data.train)))
-    return {**options, "hyp": choice.hyp}, [choice.reason]
+    chosen = {key: value for key, value in choice.opt_defaults.items() if options.get(key) is None}
+    note = choice.reason
+    if chosen:
+        note += "; with " + ", ".join(f"{key} {value}" for key, value in chosen.items())
+    return {**options, **chosen, "hyp": choice.hyp}, [note]
