@@ -18,6 +18,7 @@ class ModelEMA:
         self.decay_max = decay
         self.tau = tau
         self.frozen: frozenset[str] = frozenset()  # state-dict keys of frozen layers: copied, never averaged
+        self._cache: dict | None = None  # where the tensors of the EMA and of its source live: see _pairs
         for param in self.ema.parameters():
             param.requires_grad_(False)
 
@@ -27,17 +28,67 @@ class ModelEMA:
 
     @torch.no_grad()
     def update(self, model: nn.Module) -> None:
-        """Move the average one step towards `model`."""
+        """Move the average one step towards `model`: ema = d * ema + (1 - d) * model for float tensors (one
+        fused foreach lerp per dtype and device instead of two kernels per tensor), a copy for integer ones."""
         self.updates += 1
         d = self.decay(self.updates)
-        source = unwrap(model).state_dict()
-        for name, value in self.ema.state_dict().items():
-            if name in self.frozen:
-                continue  # a frozen layer's EMA is its (unchanging) value: averaging would round it
-            if value.dtype.is_floating_point:
-                value.mul_(d).add_(source[name].detach(), alpha=1 - d)
-            else:
-                value.copy_(source[name])
+        averaged, mixed, copied = self._pairs(unwrap(model))
+        for ours, theirs in averaged:
+            torch._foreach_lerp_(ours, theirs, 1 - d)  # ema + (1 - d)(model - ema): one pass over the weights
+        for ours, theirs in mixed:  # a float tensor of another dtype or device than its average (rare)
+            ours.lerp_(theirs.to(ours.device, ours.dtype), 1 - d)
+        if copied:
+            torch._foreach_copy_([ours for ours, _ in copied], [theirs for _, theirs in copied])
+
+    def _pairs(self, source: nn.Module) -> tuple[list[tuple[list, list]], list[tuple], list[tuple]]:
+        """(EMA tensors, model tensors): float ones grouped by dtype and device, float pairs whose dtype or device
+        differ, and the rest (integer counters) to copy.
+
+        Where each tensor lives (its module's parameter or buffer dict and key) is found once per source model
+        (walking the modules costs ~15 ms for gelan-t on a CPU); the tensors are looked up there on every call and
+        the grouping is redone only when one of them was replaced (a buffer after `.to()`, say)."""
+        if self._cache is None or self._cache["source"] is not source or self._cache["frozen"] != self.frozen:
+            ours, theirs = _slots(self.ema), _slots(source)
+            names = [name for name in ours if name not in self.frozen]
+            self._cache = {"source": source, "frozen": self.frozen, "slots": [ours[n] + theirs[n] for n in names],
+                           "tensors": None, "groups": None}
+        cache = self._cache
+        tensors = [(a[k], b[j]) for a, k, b, j in cache["slots"]]
+        if cache["tensors"] is None or any(x is not y or u is not v
+                                           for (x, u), (y, v) in zip(tensors, cache["tensors"])):
+            cache["tensors"], cache["groups"] = tensors, _group(tensors)
+        return cache["groups"]
+
+
+def _group(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[list[tuple[list, list]], list[tuple], list[tuple]]:
+    """Split (average, source) pairs into foreach groups by dtype and device, mismatched float pairs and copies."""
+    averaged: dict[tuple, tuple[list, list]] = {}
+    mixed: list[tuple] = []
+    copied: list[tuple] = []
+    for value, other in pairs:
+        if not value.dtype.is_floating_point:
+            copied.append((value, other))
+        elif other.dtype == value.dtype and other.device == value.device:
+            group = averaged.setdefault((value.dtype, value.device), ([], []))
+            group[0].append(value)
+            group[1].append(other)
+        else:
+            mixed.append((value, other))
+    return list(averaged.values()), mixed, copied
+
+
+def _slots(model: nn.Module) -> dict[str, tuple[dict, str]]:
+    """State-dict name -> (the dict holding the tensor, its key) for every parameter and persistent buffer."""
+    slots: dict[str, tuple[dict, str]] = {}
+    for prefix, module in model.named_modules():
+        dot = f"{prefix}." if prefix else ""
+        for key, param in module._parameters.items():
+            if param is not None:
+                slots[dot + key] = (module._parameters, key)
+        for key, buffer in module._buffers.items():
+            if buffer is not None and key not in module._non_persistent_buffers_set:
+                slots[dot + key] = (module._buffers, key)
+    return slots
 
 
 def unwrap(model: nn.Module) -> nn.Module:
