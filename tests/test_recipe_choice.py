@@ -50,7 +50,7 @@ def test_a_new_run_without_hyp_gets_the_short_run_recipe_in_opt_yaml(tmp_path):
     assert Path(opt["hyp"]).name == SHORT_RUN_HYP
     hyp = yaml.safe_load((prepared.run_dir / "hyp.yaml").read_text())
     assert hyp["nbs"] == 16 and hyp["warmup_min_iters"] == 0
-    assert (opt["optimizer"], opt["close_mosaic"]) == ("AdamW", 1)  # the recipe's options: 3 epochs // 3
+    assert (opt["optimizer"], opt["close_mosaic"]) == ("AdamW", 1)  # the recipe's options: 3 epochs // 2
     assert "with optimizer AdamW, close_mosaic 1" in notes[0]
 
 
@@ -59,8 +59,8 @@ def test_the_recipe_options_give_way_to_the_command_line(tmp_path):
 
     data = _demo_data(tmp_path)
     options, notes = with_recipe({"data": str(data), "epochs": 60, "optimizer": "SGD"}, ENGINE)
-    assert (options["optimizer"], options["close_mosaic"], options["hyp"]) == ("SGD", 10, SHORT_RUN_HYP)
-    assert "optimizer" not in notes[0].split("; with ")[1] and "close_mosaic 10" in notes[0]
+    assert (options["optimizer"], options["close_mosaic"], options["hyp"]) == ("SGD", 15, SHORT_RUN_HYP)
+    assert "optimizer" not in notes[0].split("; with ")[1] and "close_mosaic 15" in notes[0]
     options, notes = with_recipe({"data": str(data), "epochs": 60, "optimizer": "SGD", "close_mosaic": 0}, ENGINE)
     assert options["close_mosaic"] == 0 and "; with" not in notes[0]
 

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     data_yaml = demo_data(folder, out)
     given = {"data": str(data_yaml), "cfg": args.cfg, "epochs": args.epochs, "batch_size": args.batch_size,
              "imgsz": args.imgsz, "device": args.device, "workers": args.workers, "project": args.project,
-             "name": args.name, "hyp": args.hyp, "close_mosaic": max(1, args.epochs // 5), "patience": 0,
+             "name": args.name, "hyp": args.hyp, "patience": 0,
              "save_period_min": 2.0}
     result = start_demo(given)
     report_started(result, args.json)
