@@ -26,7 +26,7 @@ then run this script with the project's python and `--ultralytics-site /tmp/ulve
 (the default when that folder exists), or with /tmp/ulvenv/bin/python directly.
 
 Usage: python bench/bench_vs_ultralytics.py [--cfg gelan-t yolov9-t] [--rounds 3] [--threads 2] [--imgsz 320]
-       [--batch 8] [--batches 10] [--skip 2] [--steps 6] [--parts loop step val]
+       [--batch 8] [--batches 24] [--skip 2] [--steps 6] [--parts loop step val]
 """
 
 from __future__ import annotations
@@ -190,7 +190,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch threads (both sides)")
     parser.add_argument("--imgsz", type=int, default=320)
     parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--batches", type=int, default=10, help="timed batches of the whole loop")
+    parser.add_argument("--batches", type=int, default=24,
+                        help="timed batches of the whole loop (fewer were too noisy on a 2-core VM)")
     parser.add_argument("--skip", type=int, default=2, help="untimed batches at the start of the whole loop")
     parser.add_argument("--steps", type=int, default=6, help="timed model steps")
     parser.add_argument("--workers", type=int, default=0,
