@@ -433,6 +433,18 @@ async def test_quitting_says_the_run_goes_on_and_how_to_come_back(tmp_path):
 
 
 @anyio
+async def test_quitting_a_finished_run_does_not_say_it_goes_on(tmp_path):
+    run = make_run(tmp_path / "runs", "done", state="finished", epochs=3, done_epochs=3)
+    app = make_app(run.path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_dashboard(pilot, app)
+        await pilot.press("q")
+        assert await wait_until(pilot, lambda: app.farewell)
+    assert "goes on" not in app.farewell and "done finished" in app.farewell
+    assert "yolotui attach done" in app.farewell
+
+
+@anyio
 async def test_sorting_keeps_the_highlight_on_the_same_run(tmp_path):
     from textual.widgets import DataTable
 

@@ -126,10 +126,16 @@ class YolotuiApp(RunActionsMixin, App[int]):
 
     def farewell_text(self) -> str:
         """'yolotui: RUN goes on in the background (...); come back with `yolotui attach RUN`' for a dashboard's
-        run, or the live runs of the table."""
+        live run ('RUN finished; ...' for one that ended), or the live runs of the table."""
         run_dir = getattr(self.screen, "run_dir", None)
         if run_dir is not None:
+            from yolotui.runs.layout import LIVE_STATES
+            from yolotui.runs.status import effective_state
+
             name = Path(run_dir).name
+            state = effective_state(Path(run_dir))
+            if state not in LIVE_STATES:  # a run that ended does not go on: say how it ended instead
+                return f"yolotui: {name} {state}; look at it again with `yolotui attach {name}`, or `yolotui` for every run"
             return (f"yolotui: {name} goes on in the background (quitting never stops a run); come back with "
                     f"`yolotui attach {name}`, or `yolotui` for every run")
         live = [r for r in (self.home.rows if self.home is not None else [])
