@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
-from slurmkit import bring_up, cancel_quietly, squeue_state, wait_for
+from slurmkit import bring_up, cancel_quietly, release_requeued, squeue_state, wait_for
 from trainkit import assert_same_weights, load, make_data, make_run, start_trainer
 
 from yolotui.config import load_yaml
@@ -69,6 +70,13 @@ def _explain(run_dir: Path) -> str:
         path = run_dir / name
         tail = path.read_text(errors="replace").splitlines()[-15:] if path.exists() else ["(missing)"]
         parts.append(f"--- {name}\n" + "\n".join(tail))
+    job = (status.slurm or {}).get("job_id") if status else None
+    for argv in (["squeue", "-h", "-t", "all", "-o", "%i|%T|%r|%N|%L"], ["scontrol", "show", "job", str(job)]):
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+            parts.append(f"--- {' '.join(argv)}\n{done.stdout.strip()}{done.stderr.strip()}")
+        except (OSError, subprocess.SubprocessError) as exc:
+            parts.append(f"--- {argv[0]}: {exc}")
     return "\n".join(parts)
 
 
@@ -98,14 +106,14 @@ def test_time_limit_checkpoints_requeues_and_resumes_exactly(slurm_cluster, tmp_
                     and squeue_state(job)[0] == "PENDING")
 
         wait_for(requeued, 150, "the time-limit checkpoint and requeue")
+        pending_since = time.time()
         status = read_status(run_dir)
         assert status.state == "queued" and effective_state(run_dir) == "queued"
         ckpts = [e for e in read_events(run_dir / "events.jsonl") if e["type"] == "checkpoint"]
         assert ckpts, "no checkpoint was written on the time-limit signal"
         # SLURM holds a requeued job back ~2 minutes (BeginTime); release it now and give the second life of
         # the job room to finish (the test is about the resume, not about how often the limit comes)
-        subprocess.run(["scontrol", "update", f"JobId={job}", "TimeLimit=10", "StartTime=now"], check=True,
-                       timeout=20)
+        release_requeued(job, pending_since, "TimeLimit=10")
         wait_for(lambda: effective_state(run_dir) in ("finished", "failed", "interrupted", "stopped"), 240,
                  "the requeued job to finish")
         status = read_status(run_dir)
@@ -231,7 +239,7 @@ def test_requeue_from_outside_counts_as_preempted_and_resumes(slurm_cluster, tmp
                  if _started(run_dir) else False, 120, "the first batch in the job")
         subprocess.run(["scontrol", "requeue", job], check=True, timeout=20)
         wait_for(lambda: squeue_state(job)[0] == "PENDING", 60, "the requeued job to be pending")
-        subprocess.run(["scontrol", "update", f"JobId={job}", "StartTime=now"], check=True, timeout=20)
+        release_requeued(job, time.time())
         wait_for(lambda: effective_state(run_dir) in ("finished", "failed", "stopped") and
                  squeue_state(job)[0] != "PENDING", 180, "the requeued job to finish")
         status = read_status(run_dir)
