@@ -44,7 +44,7 @@ DEFAULT_SIGNAL_LEAD_S = 300
 DEFAULT_RDZV_PORT = 29500
 QUERY_TIMEOUT_S = 10.0
 CACHE_S = 2.0
-MISS_REFRESH_S = 0.5  # a job missing from a listing older than this is looked for once in a fresh one
+MISS_REFRESH_S = 0.5  # unused since a missing job is always looked for once more; kept for old test hooks
 SETTINGS_MAX_BYTES = 256 * 1024
 
 # SLURM job states, grouped as yolotui reads them.
@@ -503,11 +503,13 @@ def job_info(job_id: str | None, fresh: bool = False, accounting: bool = False) 
         return None
     info = jobs.get(str(job_id))
     missing: set[str] = _CACHE.setdefault("missing", set())
-    if info is None and str(job_id) not in missing and time.monotonic() - _CACHE["squeue"][0] > MISS_REFRESH_S:
+    if info is None and str(job_id) not in missing:
         # The listing may predate the job (submitted by another process since): look once more. A job missing
         # from a listing taken after its id was known has ended, and is not looked for again.
         _CACHE.pop("squeue", None)
-        jobs = _squeue_all() or {}
+        jobs = _squeue_all()
+        if jobs is None:
+            return None  # squeue failed this time: that says nothing about the job (derived_state checks reachable)
         info = jobs.get(str(job_id))
         if info is None:
             missing.add(str(job_id))
@@ -537,6 +539,8 @@ def derived_state(recorded: str | None, job_id: str) -> str:
     if not reachable():
         return recorded or QUEUED
     info = job_info(job_id)
+    if info is None and not reachable():
+        return recorded or QUEUED  # a listing that failed is no evidence that the job ended
     if info is not None and info.pending:
         return QUEUED
     if info is not None and info.active:
