@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from yolotui.runs import procs
+from yolotui import procs
 from yolotui.runs.status import read_status
 
 
@@ -38,7 +38,7 @@ def processes_of_run(run_dir: Path) -> list[int]:
         if not procs.is_alive(pid):
             continue
         argv = procs.cmdline(pid)
-        if "yolotui.runs.supervisor" in argv and run_dir in argv:
+        if "yolotui.supervisor.process" in argv and run_dir in argv:
             found.append(pid)
             continue
         try:

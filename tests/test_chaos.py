@@ -32,7 +32,8 @@ import yaml
 from runs_helpers import reap_runs, wait_for  # noqa: F401 - reap_runs is an autouse fixture
 from trainkit import TEST_HYP_OVERRIDES, make_data, write_tiny_cfg
 
-from yolotui.runs import lock, procs
+from yolotui import procs
+from yolotui.runs import lock
 from yolotui.runs.layout import ENDED_STATES
 from yolotui.runs.manifest import reconcile_run
 from yolotui.runs.results import read_rows

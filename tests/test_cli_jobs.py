@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from runs_helpers import reap_runs, wait_for  # noqa: F401  (reap_runs is an autouse fixture)
 
-from yolotui.runs import index, lock, procs
+from yolotui import procs
+from yolotui.runs import index, lock
 from yolotui.runs.status import effective_state, read_status
 
 PY = sys.executable

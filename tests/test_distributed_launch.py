@@ -13,13 +13,13 @@ import torch
 import yaml
 from trainkit import TEST_HYP_OVERRIDES, make_data, make_run, write_tiny_cfg
 
-from yolotui.backends.engine import engine_command
+from yolotui.backends.engine.backend import engine_command
 from yolotui.cli import main
 from yolotui.config import default_options, opt_yaml_dict, validate_options
 from yolotui.engine.ddp import DistInfo, convert_sync_bn, rank_device
 from yolotui.errors import UserError
+from yolotui.placement.distributed import DistributedLaunch, plan_launch, saved_layout, sync_bn_warning
 from yolotui.runs import lock
-from yolotui.runs.distributed import DistributedLaunch, plan_launch, saved_layout, sync_bn_warning
 from yolotui.runs.events import read_events
 from yolotui.runs.layout import ENDED_STATES
 from yolotui.runs.results import read_rows
@@ -93,7 +93,7 @@ def _capture_launch(monkeypatch) -> list[dict]:
         calls.append({"run_dir": Path(run_dir), "command": list(command), **kwargs})
         lock.release(kwargs.get("lock_fd"))  # launch() owns the caller's lock descriptor and closes it
 
-    monkeypatch.setattr("yolotui.runs.launcher.launch", fake_launch)
+    monkeypatch.setattr("yolotui.placement.launcher.launch", fake_launch)
     return calls
 
 

@@ -99,7 +99,8 @@ def test_live_demo_finds_only_live_numbered_demos(tmp_path):
 # -- 5: one epoch numbering: the dashboard, the resume wizard and doctor agree on one run folder --------------
 @anyio
 async def test_dashboard_wizard_and_doctor_number_epochs_alike(tmp_path):
-    from yolotui.health.report import diagnose_run, render_text
+    from yolotui.health.report import render_text
+    from yolotui.jobs.doctor import diagnose_run
     from yolotui.tui.screens.wizard_resume import diagnosis_text, gather_facts, resume_choices
 
     run = make_run(tmp_path / "runs", "same-run", state="stopped", epochs=50, done_epochs=5, batch_in_progress=7)
@@ -175,7 +176,7 @@ def test_slow_speeds_show_one_decimal():
 
 
 def test_elapsed_is_the_sum_over_attempts_and_started_is_the_first_start(tmp_path):
-    from yolotui.runs.launcher import launch
+    from yolotui.placement.launcher import launch
     from yolotui.runs.status import elapsed_seconds
 
     run_dir = tmp_path / "runs" / "resumed"

@@ -12,7 +12,8 @@ import yaml
 from _health_fixtures import HYP, OPT, save_malicious, save_yolotui
 
 from yolotui.health.drift import check_drift, data_fingerprint, diff_mappings
-from yolotui.health.report import diagnose_run, render_text
+from yolotui.health.report import render_text
+from yolotui.jobs.doctor import diagnose_run
 from yolotui.runs.events import EventWriter
 
 DATA = {"path": "shapes", "train": "images/train", "val": "images/val", "nc": 3, "names": ["circle", "square", "tri"]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from yolotui.health import environment
 from yolotui.health.environment import compare_environment, probe_environment, recorded_environment
-from yolotui.runs.logind import AT_RISK, SCOPE, SETSID, check_logind, kill_user_processes_from_conf
+from yolotui.placement.logind import AT_RISK, SCOPE, SETSID, check_logind, kill_user_processes_from_conf
 
 CURRENT = {"torch": "2.14.1+cu130", "torchvision": "0.29.1", "cuda": "13.0", "cuda_available": True,
            "device_count": 1, "devices": [{"name": "H200"}], "error": None}

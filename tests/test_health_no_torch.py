@@ -17,7 +17,7 @@ for package in (yolotui.health, yolotui.telemetry, yolotui.runs):
         names.append(module.name)
 import yolotui.commands.doctor, yolotui.commands.gpu
 from yolotui.health.verdict import diagnose_checkpoint
-from yolotui.health.report import diagnose_run
+from yolotui.jobs.doctor import diagnose_run
 from yolotui.telemetry.gpu import GpuSampler
 verdict = diagnose_checkpoint(sys.argv[1])
 assert verdict.verdict == "resumable", verdict.reasons

@@ -15,7 +15,7 @@ import yaml
 from runs_helpers import reap_runs, wait_for  # noqa: F401 - reap_runs is an autouse fixture
 from test_recovery_runs import train, wait_ended
 
-from yolotui.runs import notify
+from yolotui.notify import notifier as notify
 from yolotui.runs.runconfig import read_run_config
 from yolotui.runs.status import read_status
 

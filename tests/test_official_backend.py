@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.runs_helpers import reap_runs, wait_for  # noqa: F401  (reap_runs: autouse fixture)
-from yolotui.health.report import diagnose_run
+from yolotui.jobs.doctor import diagnose_run
 from yolotui.runs.results import read_rows
 from yolotui.runs.status import effective_state, read_status
 

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from yolotui.backends import get_backend, official
-from yolotui.backends import official_shim as shim
+from yolotui.backends import get_backend
 from yolotui.backends.base import CommandRequest
-from yolotui.health.official_env import official_env_issues, probe_interpreter
-from yolotui.runs import policy
-from yolotui.runs.logtext import LogCleaner, clean_text
+from yolotui.backends.official import backend as official
+from yolotui.backends.official import shim
+from yolotui.backends.official.environment import official_env_issues, probe_interpreter
+from yolotui.logtext import LogCleaner, clean_text
+from yolotui.supervisor import policy
 
 STANDIN = Path(__file__).resolve().parent / "official_standin"
 
@@ -164,7 +165,7 @@ def test_interrupted_official_run_resumes_only_from_a_usable_last_pt(tmp_path):
         run_dir=tmp_path / "run", opt={"python": "python", "repo": str(STANDIN), "script": "train_dual.py"},
         argv=("--epochs", "3")))
     config = {"command": spec.command, **spec.extra, "resume_first": True}
-    assert config["resume_check"] == "yolotui.backends.official:resume_usable"
+    assert config["resume_check"] == "yolotui.backends.official.backend:resume_usable"
     assert "--resume" not in policy.command_for_attempt(config, 1, {})  # no last.pt: the original command
     (tmp_path / "run" / "weights").mkdir(parents=True)
     (tmp_path / "run" / "weights" / "last.pt").write_bytes(b"torn")
@@ -177,7 +178,7 @@ def test_doctor_follows_an_older_exec_run_to_the_official_folder(tmp_path):
     """A `yolotui exec -- python train_dual.py` run from before the official backend: its folder is logged."""
     import yaml
 
-    from yolotui.health.official_run import official_run
+    from yolotui.backends.official.diagnosis import official_run
 
     run_dir = tmp_path / "runs" / "exec" / "exp"
     run_dir.mkdir(parents=True)

@@ -21,8 +21,8 @@ import torch
 from torch import nn
 from trainkit import TINY_CFG, make_data, make_run
 
+from yolotui.backends.official.weights import load_weights_source, read_official
 from yolotui.engine.model import build_model
-from yolotui.engine.official import load_weights_source, read_official
 from yolotui.engine.trainer import EngineOverrides, Trainer, transfer_weights
 from yolotui.engine.weights import load_model_for_eval
 from yolotui.errors import UserError
@@ -228,7 +228,7 @@ def _cli_train(tmp_path, weights, capsys, monkeypatch):
     from yolotui.cli import main
 
     launched = []
-    monkeypatch.setattr("yolotui.runs.launcher.launch", lambda run_dir, command, **kw: launched.append(command))
+    monkeypatch.setattr("yolotui.placement.launcher.launch", lambda run_dir, command, **kw: launched.append(command))
     data = make_data(tmp_path / "data", n_train=2, n_val=1, img=64)
     code = main(["train", "--weights", str(weights), "--data", str(data), "--device", "cpu", "--batch", "4",
                  "--project", str(tmp_path / "runs"), "--name", "ft"])
@@ -271,7 +271,7 @@ def test_finetune_cli_from_an_official_checkpoint(tmp_path, tiny_model, capsys, 
     from yolotui.cli import main
 
     launched = []
-    monkeypatch.setattr("yolotui.runs.launcher.launch", lambda run_dir, command, **kw: launched.append(run_dir))
+    monkeypatch.setattr("yolotui.placement.launcher.launch", lambda run_dir, command, **kw: launched.append(run_dir))
     path = tmp_path / "official.pt"
     save_fake_official(path, tiny_model, nc=5)
     data = make_data(tmp_path / "data", n_train=2, n_val=1, img=64)

@@ -20,11 +20,12 @@ from test_telemetry_gpu import FakeNVML
 from tui_fixtures import make_run
 
 from yolotui.errors import UserError
-from yolotui.runs import lock, queue
-from yolotui.runs.control import stop
-from yolotui.runs.launcher import launch
+from yolotui.placement import queue
+from yolotui.placement.launcher import launch
+from yolotui.runs import lock
 from yolotui.runs.status import effective_state, read_status
 from yolotui.runs.store import create_run_dir
+from yolotui.supervisor.control import stop
 from yolotui.telemetry.gpu import GpuSampler
 
 PY = sys.executable
@@ -239,7 +240,7 @@ def test_queued_run_is_interrupted_by_a_reboot_like_any_run(tmp_path, fake_gpus)
     wait_for(lambda: not lock.is_held(b))
     assert effective_state(b) == "interrupted" and read_status(b).attempt == 0
     # `yolotui resume --interrupted` at boot: b waits again for the same condition, from its first attempt
-    from yolotui.runs.service import resume_interrupted
+    from yolotui.placement.service import resume_interrupted
 
     results = {r.name: r for r in resume_interrupted()}
     assert results["b"].resumed, results

@@ -84,7 +84,8 @@ def test_oom_resumes_at_half_batch_with_double_accumulation(tmp_path, yolotui_cm
     remedy = events_of(run_dir, "remedy")
     assert len(remedy) == 1 and remedy[0]["failure_class"] == "oom" and remedy[0]["next_attempt"] == 2
     assert len(read_rows(run_dir / "results.csv")) == 1
-    from yolotui.health.report import diagnose_run, render_text
+    from yolotui.health.report import render_text
+    from yolotui.jobs.doctor import diagnose_run
 
     assert "launched  " in render_text(diagnose_run(run_dir, environment=False))  # what `yolotui doctor` prints
 

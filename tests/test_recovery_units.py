@@ -8,8 +8,9 @@ from types import SimpleNamespace
 import pytest
 
 from yolotui.errors import UserError
-from yolotui.runs import logout, remedies
-from yolotui.runs.policy import command_for_attempt, decide, env_for_attempt, merge_changes
+from yolotui.placement import logout
+from yolotui.supervisor import remedies
+from yolotui.supervisor.policy import command_for_attempt, decide, env_for_attempt, merge_changes
 
 ENGINE = {"name": "r", "backend": "yolotui", "command": ["python", "-m", "yolotui.engine", "train", "--run-dir", "R"],
           "restart": {"max_attempts": 5, "backoff_s": 2}}
@@ -174,7 +175,7 @@ def _info(kill, linger, scope, strategy="setsid"):
 
 
 def test_logout_guard_wraps_in_a_scope_or_warns_with_the_linger_command():
-    argv = ["python", "-m", "yolotui.runs.supervisor", "/r"]
+    argv = ["python", "-m", "yolotui.supervisor.process", "/r"]
     wrapped, rec = logout.guard_supervisor(argv, "my run", info=_info(True, True, True, "systemd-run-scope"))
     assert wrapped[:3] == ["systemd-run", "--user", "--scope"] and wrapped[-4:] == argv
     assert rec["applied"] == "systemd-run-scope" and rec["warning"] is None
@@ -194,8 +195,8 @@ def test_unit_dry_run_names_the_command_and_user_paths(tmp_path, monkeypatch, yo
     import sys
 
     from yolotui.commands import service as service_cmd
-    from yolotui.runs import service
-    from yolotui.runs.launcher import package_root
+    from yolotui.placement import service
+    from yolotui.placement.launcher import package_root
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
@@ -220,8 +221,8 @@ def test_unit_dry_run_names_the_command_and_user_paths(tmp_path, monkeypatch, yo
 
 
 def test_relaunch_keeps_the_last_attempt_command_and_remedy_env(tmp_path):
+    from yolotui.placement.service import relaunch_plan
     from yolotui.runs.runconfig import write_run_config
-    from yolotui.runs.service import relaunch_plan
     from yolotui.runs.status import RunStatus, write_status
 
     config = {**ENGINE, "cwd": str(tmp_path), "env": {"A": "1"}, "resume_args": ["--resume"], "options": {"x": 1},

@@ -19,7 +19,7 @@ import pytest
 from runs_helpers import reap_runs, wait_for  # noqa: F401  (reap_runs is an autouse fixture)
 
 from yolotui.errors import UserError
-from yolotui.runs.launcher import launch
+from yolotui.placement.launcher import launch
 from yolotui.runs.status import effective_state, read_status
 from yolotui.runs.store import create_run_dir
 
@@ -204,8 +204,8 @@ def test_item9_billion_laughs_is_refused_everywhere_yolotui_reads_yaml(tmp_path)
 
 
 def test_item9_settings_and_log_config_yaml_are_bounded_too(tmp_path):
-    from yolotui.runs.logconfig import load
-    from yolotui.runs.usersettings import read_yaml_mapping
+    from yolotui.supervisor.logconfig import load
+    from yolotui.usersettings import read_yaml_mapping
 
     bomb = tmp_path / "logging.yaml"
     bomb.write_text(LAUGHS)
@@ -256,7 +256,7 @@ def test_item9_wizard_model_check_refuses_a_yaml_bomb(tmp_path):
 # --------------------------------------------------------------------------------------------- item 11
 
 def test_item11_resume_interrupted_rebuilds_the_command_from_run_yaml(tmp_path):
-    from yolotui.runs.service import relaunch_plan, resume_interrupted
+    from yolotui.placement.service import relaunch_plan, resume_interrupted
 
     run_dir = create_run_dir(tmp_path / "proj", "exp")
     launch(run_dir, ["sleep", "100"], name="exp")
@@ -290,7 +290,7 @@ def test_item15_a_cpu_allocation_failure_is_not_oom():
     import torch
 
     from yolotui.engine.failures import classify_exception
-    from yolotui.runs.failure_text import classify_text
+    from yolotui.supervisor.failure_text import classify_text
 
     try:
         torch.empty(1 << 50, dtype=torch.uint8)  # 1 PiB on the CPU: the allocator refuses at once
@@ -309,7 +309,7 @@ def test_item15_a_cpu_allocation_failure_is_not_oom():
     assert classify_text("RuntimeError: cuDNN error: CUDNN_STATUS_ALLOC_FAILED") == "oom"
     assert classify_text("RuntimeError: cuDNN error: CUDNN_STATUS_INTERNAL_ERROR") == "oom"
     # The official trainer's shim (standard library only) draws the same line, and knows a full disk.
-    from yolotui.backends import official_shim as shim
+    from yolotui.backends.official import shim
 
     assert shim.classify(cpu_oom, f"torch.OutOfMemoryError: {cpu_oom}") == "crash"
     cuda_oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB")

@@ -18,14 +18,15 @@ from pathlib import Path
 import pytest
 from runs_helpers import reap_runs, wait_for  # noqa: F401  (reap_runs is an autouse fixture)
 
+from yolotui import procs
 from yolotui.errors import UserError
-from yolotui.runs import lock, procs
-from yolotui.runs.control import stop
-from yolotui.runs.launcher import launch
+from yolotui.placement.launcher import launch
+from yolotui.runs import lock
 from yolotui.runs.layout import STOP_REQUEST, SUPERVISOR_LOG, TRAIN_LOG
 from yolotui.runs.runconfig import read_run_config
 from yolotui.runs.status import effective_state, read_status
 from yolotui.runs.store import create_run_dir
+from yolotui.supervisor.control import stop
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parent.parent
@@ -103,7 +104,7 @@ def test_item1_trainer_holds_the_lock_descriptor(tmp_path):
 LAUNCHER = """
 import sys
 from yolotui.errors import UserError
-from yolotui.runs.launcher import launch
+from yolotui.placement.launcher import launch
 try:
     launch(sys.argv[1], ["sleep", sys.argv[2]], name="exp")
 except UserError as exc:
@@ -279,7 +280,7 @@ def test_item10_results_csv_symlink_is_refused(tmp_path):
 
 
 def test_item10_the_official_shim_does_not_write_through_links(tmp_path):
-    from yolotui.backends import official_shim as shim
+    from yolotui.backends.official import shim
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
@@ -312,7 +313,7 @@ def test_item10_exist_ok_keeps_old_logs_under_a_clear_name(tmp_path):
 # --------------------------------------------------------------------------------------------- item 12
 
 def test_item12_launch_refuses_a_disk_without_room_for_two_checkpoints(tmp_path, monkeypatch):
-    from yolotui.runs import diskspace
+    from yolotui.placement import diskspace
 
     monkeypatch.setattr(diskspace, "free_bytes", lambda folder: 5_000_000)
     run_dir = create_run_dir(tmp_path / "proj", "exp")
@@ -341,7 +342,7 @@ def test_item12_supervisor_survives_enospc_writing_status(tmp_path, monkeypatch)
 
 
 def test_item12_disk_full_is_class_disk_not_retried_and_names_folder_and_free_space(tmp_path):
-    from yolotui.runs.policy import decide
+    from yolotui.supervisor.policy import decide
 
     record = {"exit_code": 1, "exit_signal": None, "run_dir": str(tmp_path), "name": "exp",
               "log_tail": "Traceback...\nOSError: [Errno 28] No space left on device\n"}

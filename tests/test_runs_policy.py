@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from yolotui.runs.policy import (
+from yolotui.supervisor.policy import (
     Decision,
     backoff_delay,
     command_for_attempt,

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from runs_helpers import reap_runs, wait_for  # noqa: F401  (reap_runs is an autouse fixture)
 
+from yolotui import procs
 from yolotui.errors import UserError
-from yolotui.runs import index, lock, procs
-from yolotui.runs.control import save_now, stop
-from yolotui.runs.launcher import launch
+from yolotui.placement.launcher import launch
+from yolotui.runs import index, lock
 from yolotui.runs.layout import STOP_REQUEST, TRAIN_LOG
 from yolotui.runs.status import effective_state, read_status
 from yolotui.runs.store import create_run_dir
+from yolotui.supervisor.control import save_now, stop
 
 PY = sys.executable
 
@@ -133,7 +134,7 @@ def test_supervisor_ignores_sighup(tmp_path):
 def test_a_second_supervisor_exits_while_the_lock_is_held(tmp_path, cli_env):
     run_dir = start(tmp_path, ["sleep", "100"])
     wait_running(run_dir)
-    proc = subprocess.run([PY, "-m", "yolotui.runs.supervisor", str(run_dir)], env=cli_env,
+    proc = subprocess.run([PY, "-m", "yolotui.supervisor.process", str(run_dir)], env=cli_env,
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 3
     assert state_of(run_dir) == "running"
@@ -239,7 +240,7 @@ def test_supervisor_records_a_bad_run_yaml_as_failed(tmp_path, cli_env):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "run.yaml").write_text("name: x\ncommand: [unclosed\n")
-    proc = subprocess.run([PY, "-m", "yolotui.runs.supervisor", str(run_dir)], env=cli_env,
+    proc = subprocess.run([PY, "-m", "yolotui.supervisor.process", str(run_dir)], env=cli_env,
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
     final = read_status(run_dir)

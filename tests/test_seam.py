@@ -12,7 +12,7 @@ from yolotui.backends import REGISTRY, backend_names, get_backend, register_back
 from yolotui.backends.base import ALL_REMEDIES, REMEDY_LR_SCALE, CommandRequest
 from yolotui.devices import check_visible, parse_device, split_device
 from yolotui.errors import UserError
-from yolotui.runs.distributed import DistributedLaunch
+from yolotui.placement.distributed import DistributedLaunch
 
 
 def test_one_format_for_ages_sizes_durations_and_epochs():

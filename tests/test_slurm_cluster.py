@@ -50,7 +50,7 @@ def data(tmp_path_factory):
 def _submit(run_dir: Path, **slurm: object) -> str:
     """Submit the run folder's training as `yolotui train --slurm` does; the job id."""
     from yolotui.jobs.launch import start_training
-    from yolotui.runs.slurm import make_options
+    from yolotui.placement.slurm import make_options
 
     opt = load_yaml(run_dir / "opt.yaml", "opt.yaml")
     start_training(run_dir, opt, max_attempts=2, slurm=make_options(dict(slurm), defaults={}))
@@ -71,7 +71,7 @@ def _explain(run_dir: Path) -> str:
         tail = path.read_text(errors="replace").splitlines()[-15:] if path.exists() else ["(missing)"]
         parts.append(f"--- {name}\n" + "\n".join(tail))
     job = (status.slurm or {}).get("job_id") if status else None
-    from yolotui.runs import slurm
+    from yolotui.placement import slurm
 
     parts.append(f"--- yolotui's view: missing={sorted(slurm._CACHE.get('missing', ()))} "
                  f"cached={ {k: v for k, v in (slurm._CACHE.get('squeue') or (0, {}))[1].items()} if (slurm._CACHE.get('squeue') or (0, None))[1] else None}")

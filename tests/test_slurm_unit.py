@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from yolotui.errors import UserError
-from yolotui.runs import slurm
-from yolotui.runs.slurm import SlurmOptions, make_options, multi_node_command, script_text
+from yolotui.placement import slurm
+from yolotui.placement.slurm import SlurmOptions, make_options, multi_node_command, script_text
+from yolotui.runs import slurm_state
 
 
 def test_script_has_every_option_and_execs_the_supervisor(tmp_path):
@@ -28,7 +29,7 @@ def test_script_has_every_option_and_execs_the_supervisor(tmp_path):
     # every #SBATCH line comes before the first command, or sbatch ignores it
     first_command = next(i for i, line in enumerate(lines) if line and not line.startswith("#"))
     assert max(i for i, line in enumerate(lines) if line.startswith("#SBATCH")) < first_command
-    assert lines[-1].startswith(f"exec /opt/py/bin/python -m yolotui.runs.slurm_job {tmp_path / 'run'}")
+    assert lines[-1].startswith(f"exec /opt/py/bin/python -m yolotui.supervisor.slurm_job {tmp_path / 'run'}")
     assert "export PYTHONPATH=/src" in text
     assert "PET_" not in text  # one node: no rendezvous
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
@@ -104,6 +105,7 @@ def _fake_squeue(monkeypatch, lines: str | None) -> list[list[str]]:
         return lines
 
     monkeypatch.setattr(slurm, "_run", fake_run)
+    monkeypatch.setattr(slurm_state, "_run", fake_run)
     slurm._CACHE.clear()
     return calls
 
@@ -186,8 +188,8 @@ def test_tui_runs_table_and_dashboard_reader_show_the_job(tmp_path, monkeypatch)
 
 
 def test_boot_time_resume_leaves_slurm_runs_to_slurm(tmp_path, monkeypatch):
+    from yolotui.placement.service import interrupted_runs
     from yolotui.runs import index
-    from yolotui.runs.service import interrupted_runs
     from yolotui.runs.status import RunStatus, write_status
 
     _fake_squeue(monkeypatch, "")  # squeue answers: neither job exists any more
@@ -214,7 +216,8 @@ def test_torchrun_reads_the_rendezvous_slurm_sh_exports(cli_env):
 
 
 def test_doctor_shows_the_job_and_the_storage_check(tmp_path, monkeypatch):
-    from yolotui.health.report import diagnose_run, render_text
+    from yolotui.health.report import render_text
+    from yolotui.jobs.doctor import diagnose_run
     from yolotui.runs.runconfig import write_run_config
     from yolotui.runs.status import RunStatus, write_status
 
@@ -228,7 +231,7 @@ def test_doctor_shows_the_job_and_the_storage_check(tmp_path, monkeypatch):
 
 
 def test_slurm_launch_without_sbatch_says_so_before_anything_changes(tmp_path, monkeypatch):
-    from yolotui.runs.launcher import launch
+    from yolotui.placement.launcher import launch
 
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(UserError, match="sbatch not found"):
@@ -245,6 +248,7 @@ def test_a_job_submitted_since_the_cached_listing_is_found(monkeypatch):
         return answers[min(len(calls) - 1, len(answers) - 1)]
 
     monkeypatch.setattr(slurm, "_run", fake_run)
+    monkeypatch.setattr(slurm_state, "_run", fake_run)
     slurm._CACHE.clear()
     assert slurm.job_info("60") is None  # a fresh listing: not looked for again
     monkeypatch.setattr(slurm, "MISS_REFRESH_S", -1.0)  # the listing is now "old"

@@ -10,7 +10,7 @@ import sys
 import pytest
 from trainkit import load, make_data, make_run, trainer_env, wait_for_event
 
-from yolotui.backends.engine import engine_command
+from yolotui.backends.engine.backend import engine_command
 from yolotui.engine.checkpoint import manifest_matches
 from yolotui.runs.events import read_events
 from yolotui.runs.results import read_rows

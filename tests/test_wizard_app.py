@@ -10,7 +10,7 @@ from tui_fakes import FakeSampler, wait_until
 from tui_fixtures import FIXED_NOW, standard_runs
 from wizard_kit import CaptureLauncher
 
-from yolotui.health.report import diagnose_run
+from yolotui.jobs.doctor import diagnose_run
 from yolotui.tui.app import YolotuiApp
 from yolotui.tui.screens.confirm_stop import ConfirmStopScreen
 from yolotui.tui.screens.dashboard import DashboardScreen

@@ -160,7 +160,7 @@ async def _launch_kill_resume(pilot, epochs: int) -> Path:
 
 async def test_new_run_killed_and_resumed_from_the_wizard_finishes(workdir):
     """The reduced end-to-end run (default suite): no environment probe in the diagnosis, 3 epochs."""
-    from yolotui.health.report import diagnose_run
+    from yolotui.jobs.doctor import diagnose_run
 
     app = YolotuiApp(sampler=FakeSampler(gpu=False), gpu_interval=None, remember_theme=False)
     app.run_diagnose = lambda path: diagnose_run(path, environment=False, logind=False)

@@ -178,7 +178,7 @@ async def test_nothing_to_choose_launches_nothing(run_dir, kind, words):
 async def test_real_diagnosis_of_a_folder_without_checkpoints(run_dir):
     """yolotui.health's diagnose_run runs in the worker (the environment probe, slow here, is left to the
     end-to-end test); a run with no weights has nothing to resume."""
-    from yolotui.health.report import diagnose_run
+    from yolotui.jobs.doctor import diagnose_run
 
     launcher = CaptureLauncher(run_dir)
     app = HostApp(lambda: ResumeWizard(run_dir, launcher,
@@ -196,7 +196,7 @@ def test_gather_facts_offers_resumable_epoch_checkpoints_on_disk(tmp_path):
     from _health_fixtures import save_yolotui
     from wizard_kit import make_source_run
 
-    from yolotui.health.report import diagnose_run
+    from yolotui.jobs.doctor import diagnose_run
     from yolotui.tui.screens.wizard_resume import gather_facts
 
     run = make_source_run(tmp_path / "runs" / "exp", batch=16)

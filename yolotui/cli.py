@@ -97,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     selected = _selected_command(argv)
     parser = build_parser(selected)
     if selected == "train" and _official_backend(argv):
-        # the official trainer's flags pass through unchanged (yolotui/backends/official.py sorts them)
+        # the official trainer's flags pass through unchanged (yolotui/backends/official/backend.py sorts them)
         args, _unknown = parser.parse_known_args(argv)
         args.raw_argv = argv[argv.index("train") + 1:]
     else:

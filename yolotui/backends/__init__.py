@@ -17,10 +17,10 @@ EXEC = "exec"
 
 # name -> "module:Class". The official trainer's backend adds "official" here.
 REGISTRY: dict[str, str] = {
-    ENGINE: "yolotui.backends.engine:EngineBackend",
-    "engine": "yolotui.backends.engine:EngineBackend",
-    EXEC: "yolotui.backends.exec:ExecBackend",
-    "official": "yolotui.backends.official:OfficialBackend",
+    ENGINE: "yolotui.backends.engine.backend:EngineBackend",
+    "engine": "yolotui.backends.engine.backend:EngineBackend",
+    EXEC: "yolotui.backends.exec.backend:ExecBackend",
+    "official": "yolotui.backends.official.backend:OfficialBackend",
 }
 
 _instances: dict[str, Backend] = {}

@@ -4,7 +4,7 @@ A backend answers five questions for the job layer (yolotui.jobs) and the superv
 how to start a new run, how to resume one, which remedies its command understands, where its outputs
 (results.csv, weights/, opt.yaml) live given the run folder, and what it cannot do (save now, stop
 mid-epoch, scale the LR, extend). It never launches anything itself: it returns a `LaunchSpec`, and
-yolotui.runs.launcher starts that under the detached supervisor. Torch-free and UI-free.
+yolotui.placement.launcher starts that under the detached supervisor. Torch-free and UI-free.
 
 run.yaml's `backend` field holds `Backend.name`; `yolotui.backends.get_backend(name)` maps it back.
 To add a backend, subclass `Backend` in its own module and add one line to `yolotui.backends.REGISTRY`
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from yolotui.runs.distributed import DistributedLaunch
+from yolotui.placement.distributed import DistributedLaunch
 
-# Remedy names (yolotui/runs/remedies.py): what the supervisor may change before a retry.
+# Remedy names (yolotui/supervisor/remedies.py): what the supervisor may change before a retry.
 REMEDY_HALVE_BATCH = "halve_batch"  # oom: --batch-size halved (any command taking --batch-size/--batch)
 REMEDY_ACCUMULATE = "accumulate"    # oom: --accumulate doubled so images per optimizer step stay the same
 REMEDY_LR_SCALE = "lr_scale"        # nan: --lr-scale halved on the resumed attempt
@@ -80,7 +80,7 @@ class CommandRequest:
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """What to hand yolotui.runs.launcher.launch: the argv, its environment additions and working folder,
+    """What to hand yolotui.placement.launcher.launch: the argv, its environment additions and working folder,
     and the extra run.yaml options (save_signal, options, distributed, resume_args ...)."""
 
     command: list[str]
@@ -111,6 +111,11 @@ class Backend(ABC):
     @abstractmethod
     def outputs(self, run_dir: Path) -> RunOutputs:
         """Where results.csv, weights/ and opt.yaml of the run in `run_dir` live."""
+
+    def follow(self, run_dir: Path, probe: bool = True) -> Any:
+        """Where another project's trainer writes for this run, for doctor (health.report.ForeignRun), or None
+        when the run folder is the trainer's own. `probe`: also check the trainer's interpreter."""
+        return None
 
     def supports(self, capability: str) -> bool:
         """`capabilities.<capability>`, False for a name it does not know."""

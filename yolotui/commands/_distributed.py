@@ -1,6 +1,6 @@
 """The process-layout flags (torchrun's spellings) of train, resume, finetune and demo.
 
-The layout itself (DistributedLaunch, plan_launch, what run.yaml keeps) is yolotui.runs.distributed.
+The layout itself (DistributedLaunch, plan_launch, what run.yaml keeps) is yolotui.placement.distributed.
 """
 
 from __future__ import annotations

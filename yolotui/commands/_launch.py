@@ -20,7 +20,7 @@ def after_launch(result: Any, attach: bool, as_json: bool = False) -> int:
     run_dir = Path(result.run_dir)
     verb = "resuming" if result.verb in ("resumed", "extending") else result.verb
     print(f"{verb} run {run_dir.name}: {run_dir}", file=out)
-    from yolotui.runs.logout import launch_lines_for
+    from yolotui.placement.logout import launch_lines_for
 
     for line in launch_lines_for(run_dir):  # how it survives logout (issue 7)
         print(line, file=out)

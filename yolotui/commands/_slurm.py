@@ -1,6 +1,6 @@
 """`--slurm` and its options for train, resume, finetune and exec: submit the run as a SLURM job (issue 22).
 
-Only argparse wiring: the options become a yolotui.runs.slurm.SlurmOptions (over settings.yaml's `slurm:`
+Only argparse wiring: the options become a yolotui.placement.slurm.SlurmOptions (over settings.yaml's `slurm:`
 defaults) that the launcher uses instead of starting the supervisor on this machine.
 """
 
@@ -36,6 +36,6 @@ def slurm_options(args: argparse.Namespace) -> Any | None:
     given = {key: getattr(args, key, None) for key in (*_OPTIONS, "sbatch_args", "signal_lead_s")}
     if not getattr(args, "slurm", False) and not any(v is not None for v in given.values()):
         return None
-    from yolotui.runs.slurm import make_options
+    from yolotui.placement.slurm import make_options
 
     return make_options(given)

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     for line in [f"warning: {w}" for w in result.warnings] + list(result.notes):
         print(line, file=sys.stderr)
     print(json.dumps(result.to_json()) if args.json else run_dir)
-    from yolotui.runs.logout import launch_lines_for
+    from yolotui.placement.logout import launch_lines_for
 
     for line in launch_lines_for(run_dir):  # how it survives logout
         print(line, file=sys.stderr)

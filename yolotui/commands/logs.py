@@ -1,8 +1,8 @@
 """`yolotui logs RUN [--follow] [--tail N] [--raw] [--level L]`: print a run's train.log; with --follow, until it
-ends. With --level, only lines at that level or above (yolotui.runs.logconfig.level_of_line: the `LEVEL: `
+ends. With --level, only lines at that level or above (yolotui.supervisor.logconfig.level_of_line: the `LEVEL: `
 prefix of yolotui's own records, else what the text shows; attempt markers always).
 
-Progress-bar lines show their final state and repeated tracebacks are collapsed (yolotui/runs/logtext.py), as
+Progress-bar lines show their final state and repeated tracebacks are collapsed (yolotui/logtext.py), as
 in the dashboard's log pane; --raw prints the bytes as they are.
 """
 
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     offset = 0
     if args.tail is not None and path.exists():
         offset = _tail_offset(path, args.tail)
-    from yolotui.runs.logtext import LogCleaner
+    from yolotui.logtext import LogCleaner
 
     cleaner = None if args.raw else LogCleaner()
 
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
                 data = handle.read()
         except FileNotFoundError:
             return
-        if cleaner is not None:  # whole lines only, each in its final state (see yolotui/runs/logtext.py)
+        if cleaner is not None:  # whole lines only, each in its final state (see yolotui/logtext.py)
             end = len(data) if final else data.rfind(b"\n") + 1
             lines = data[:end].decode("utf-8", errors="replace").split("\n")
             shown = cleaner.feed(lines[:-1] if lines and lines[-1] == "" else lines)
@@ -112,7 +112,7 @@ def _at_level(lines: list[str], level: str | None) -> list[str]:
         return lines
     import logging
 
-    from yolotui.runs.logconfig import level_of_line
+    from yolotui.supervisor.logconfig import level_of_line
 
     floor = logging.getLevelName(level)
     return [line for line in lines if level_of_line(line) >= floor]

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     header = ("NAME", "STATE", "EPOCH", "mAP50-95", "CKPT", "DEVICE", "STARTED")
     with_slurm = any(s.slurm for s in summaries)  # a SLURM column only where some run is a SLURM job
     if with_slurm:
-        from yolotui.runs.slurm import short_text
+        from yolotui.placement.slurm import short_text
 
         header += ("SLURM",)
     rows = []
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         state = s.state if not s.failure_class else f"{s.state} ({s.failure_class})"
         epoch = epoch_text(s.epoch, s.epochs)
         if s.state == "queued" and s.message and not s.slurm:  # what it waits for, instead of an epoch
-            from yolotui.runs.queue import short_note
+            from yolotui.placement.queue import short_note
 
             epoch = short_note(s.message)
         row = (s.name, state, epoch, f"{s.best_map:.4f}" if s.best_map is not None else "-",

@@ -5,7 +5,7 @@ Only --epochs, --batch-size (accumulation re-derived, nominal batch 64 kept), --
 change; any other training flag is an error. `--epochs N` above the planned total extends the run (also a
 finished one): the LR schedule is re-planned as if N epochs had been planned from the start, and training
 continues at the current epoch on that curve. With no RUN, the newest interrupted run is resumed.
-`--interrupted` resumes every interrupted run of the user, each as it was (yolotui/runs/service.py): what
+`--interrupted` resumes every interrupted run of the user, each as it was (yolotui/placement/service.py): what
 `yolotui service install` runs at boot. The work itself is yolotui.jobs.resume.
 """
 

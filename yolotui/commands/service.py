@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write (or remove) the unit and say how to enable it."""
-    from yolotui.runs import service
+    from yolotui.placement import service
 
     if args.action == "uninstall":
         path = service.unit_path()
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
 
 def print_resume_interrupted() -> int:
     """`yolotui resume --interrupted`: relaunch every interrupted run, one line each; 1 if any failed."""
-    from yolotui.runs import service
+    from yolotui.placement import service
 
     results = service.resume_interrupted()
     if not results:

@@ -19,10 +19,10 @@ def run(args: argparse.Namespace) -> int:
 
     from yolotui.commands._runfmt import age, duration, epoch_text, table, when
     from yolotui.runs.layout import EVENTS_JSONL, INTERRUPTED, LIVE_STATES
-    from yolotui.runs.policy import describe_exit
     from yolotui.runs.resolve import resolve_run
     from yolotui.runs.status import elapsed_seconds, read_status_checked
     from yolotui.runs.summary import summarize, tail_events
+    from yolotui.supervisor.policy import describe_exit
 
     run_dir = resolve_run(args.run)
     status, problem = read_status_checked(run_dir)  # a bad status.json is said, not a crash (issue 14)
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         lines.append(f"problem    {problem}")
     if summary.slurm:
-        from yolotui.runs.slurm import short_text
+        from yolotui.placement.slurm import short_text
 
         lines.append(f"slurm      {short_text(summary.slurm)}")
     if summary.state == INTERRUPTED and not summary.slurm:
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _remedy_lines(status) -> list[str]:
     """The distributed-debug settings the remedies turned on, and how notifications fared (issues 16, 20)."""
-    from yolotui.runs.remedies import COMM_DEBUG_ENV
+    from yolotui.supervisor.remedies import COMM_DEBUG_ENV
 
     lines = []
     env: dict = {}

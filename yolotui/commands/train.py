@@ -6,7 +6,7 @@ before anything detaches; the command prints the run folder and returns (`--atta
 Ctrl-C detaches; `--json` prints the run as JSON). `--resume [RUN|PATH]` resumes instead (see `yolotui
 resume`). Several GPUs (`--device 0,1`), CPU processes (`--device cpu --nproc-per-node N`) and several
 machines (`--nnodes`, `--node-rank`, `--rdzv-endpoint`) run the trainer under torchrun
-(yolotui.runs.distributed). The work itself is yolotui.jobs.new_run and yolotui.jobs.resume.
+(yolotui.placement.distributed). The work itself is yolotui.jobs.new_run and yolotui.jobs.resume.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_official(args: argparse.Namespace) -> int:
     """`yolotui train --backend official`: the official script of --repo, every other flag passed to it."""
-    from yolotui.backends import official
+    from yolotui.backends.official import backend as official
     from yolotui.commands._launch import after_launch
     from yolotui.commands._runflags import extras_from
     from yolotui.errors import UserError

@@ -1,7 +1,7 @@
 """`yolotui val`: validate a checkpoint on a data set; P, R, mAP50, mAP50-95 overall and per class.
 
 The checkpoint is yolotui's own or an official YOLOv9 .pt (read without running code from it, see
-yolotui.engine.official).
+yolotui.backends.official.weights).
 
 Prints a table (or, with --json, one JSON object on stdout). With --save-json the COCO-format
 predictions.json and ground-truth.json are written into a run folder (runs/val/exp, numbered like the

@@ -9,7 +9,7 @@ the decoded output the validation code feeds to NMS.
 Export checks itself: the converted model against the training model on sample images (max abs
 difference of the decoded output), ONNX Runtime against PyTorch on the same images, and, with a data
 set, a validation of the training model and of the written checkpoint whose mAPs must agree within
-`MAP_TOLERANCE`. Official YOLOv9 .pt files are read inertly (yolotui.engine.official), never unpickled.
+`MAP_TOLERANCE`. Official YOLOv9 .pt files are read inertly (yolotui.backends.official.weights), never unpickled.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 `classify_exception(exc)` looks at the exception type and, because many failures reach Python as a plain
 RuntimeError (CUDA and NCCL errors, an exception re-raised from a DataLoader worker process), at the text of
 the whole exception chain. The trainer reports the result as an `error` event before it exits nonzero; the
-supervisor picks the remedy from the class (yolotui/runs/remedies.py).
+supervisor picks the remedy from the class (yolotui/supervisor/remedies.py).
 
 `NanGuard` turns "the loss is not finite" into the `nan` class only when it persists for several consecutive
 steps (a single overflow under mixed precision is normal and skipped), and tells the trainer when its state is
@@ -16,7 +16,7 @@ import errno
 import os
 
 from yolotui.errors import UserError
-from yolotui.runs.failure_text import classify_text
+from yolotui.supervisor.failure_text import classify_text
 
 OOM, COMM, NAN, DATA, CRASH, DISK = "oom", "comm", "nan", "data", "crash", "disk"
 

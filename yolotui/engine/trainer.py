@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from yolotui.backends.official.weights import load_weights_source
 from yolotui.config import load_hyp, load_yaml, opt_yaml_dict, parse_freeze, save_yaml
 from yolotui.engine import checkpoint as ckpt_io
 from yolotui.engine import ddp
@@ -35,7 +36,6 @@ from yolotui.engine.freeze import frozen_state_keys, hold_frozen_bn
 from yolotui.engine.loss import loss_for_model
 from yolotui.engine.memory_format import prepare_for_training, training_memory_format
 from yolotui.engine.model import build_model
-from yolotui.engine.official import load_weights_source
 from yolotui.engine.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
 from yolotui.engine.precision import autocast_dtype, describe, to_float32
 from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
@@ -45,7 +45,7 @@ from yolotui.runs import layout
 from yolotui.runs.events import EventWriter, read_events
 from yolotui.runs.results import append_row, truncate_after
 
-LOG = logging.getLogger("yolotui.trainer")  # train.log by default; see yolotui/runs/logconfig.py
+LOG = logging.getLogger("yolotui.trainer")  # train.log by default; see yolotui/supervisor/logconfig.py
 DATA_LOG = logging.getLogger("yolotui.data")
 DDP_LOG = logging.getLogger("yolotui.ddp")
 BATCH_EVENT_INTERVAL_S = 0.3  # at most ~3 batch events a second
@@ -658,8 +658,8 @@ def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
 
 def apply_logging(run_dir: Path) -> None:
     """Configure logging from run.yaml's `logging` entry (re-applied on every attempt); defaults without one."""
-    from yolotui.runs.logconfig import apply
     from yolotui.runs.runconfig import read_run_config, run_yaml_path
+    from yolotui.supervisor.logconfig import apply
 
     entry = None
     if run_yaml_path(run_dir).exists():

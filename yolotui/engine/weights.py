@@ -3,7 +3,7 @@
 A yolotui checkpoint (format 'yolotui-1') is a plain dict that loads with `weights_only=True` and
 carries the model's yaml (`model_yaml`), so it rebuilds its own model; the EMA weights are preferred
 over the raw ones, as the trainer validates and picks best.pt on the EMA. Official YOLOv9 checkpoints
-pickle whole model classes: they are read by yolotui.engine.official, which records the pickled objects
+pickle whole model classes: they are read by yolotui.backends.official.weights, which records the pickled objects
 without running any code from the file, and rebuilt from the model config the pickled model kept.
 """
 
@@ -39,7 +39,7 @@ def read_checkpoint(path: str | Path) -> dict:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
         # Pickled classes (an official YOLOv9 .pt): read inertly, nothing from the file runs.
-        from yolotui.engine.official import as_source_checkpoint, read_official
+        from yolotui.backends.official.weights import as_source_checkpoint, read_official
 
         ckpt = as_source_checkpoint(read_official(path))
         if not isinstance(ckpt.get("model_yaml"), dict):

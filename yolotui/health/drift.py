@@ -151,7 +151,7 @@ def check_drift(run_dir: Path, checkpoint_opt: dict[str, Any] | None = None,
 
     `checkpoint_opt` / `checkpoint_hyp`: the dicts read from the run's checkpoint (taken from
     weights/last.pt when not given). `ignored`: more opt.yaml keys that are not drift for this run (the
-    official trainer's own, yolotui/health/official_run.py).
+    official trainer's own, yolotui/backends/official/diagnosis.py).
     """
     run_dir = Path(run_dir)
     if checkpoint_opt is None and checkpoint_hyp is None:

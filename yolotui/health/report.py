@@ -6,9 +6,10 @@ is one of RECOMMENDATIONS; `advice` says it in a sentence naming the checkpoint 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from yolotui import formatting
 from yolotui.health.drift import DriftItem, check_drift, first_start_event
@@ -22,8 +23,8 @@ from yolotui.health.verdict import (
     CheckpointVerdict,
     diagnose_checkpoint,
 )
+from yolotui.placement.logind import LogindInfo, check_logind
 from yolotui.runs.layout import BEST_PT, LAST_PT, LIVE_STATES, RUN_YAML, weights_dir
-from yolotui.runs.logind import LogindInfo, check_logind
 from yolotui.runs.status import effective_state, read_status
 
 RESUME = "resume"
@@ -121,15 +122,33 @@ def _is_behind(last: CheckpointVerdict, best: CheckpointVerdict) -> bool:
     return False
 
 
-def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, verify_hash: bool = True) \
-        -> RunDiagnosis:
-    """Diagnose a run directory: last.pt and best.pt verdicts, drift, environment, logout survival, advice."""
+class ForeignRun(Protocol):
+    """A run of another project's trainer (official YOLOv9, ultralytics) as its backend sees it (Backend.follow).
+
+    `folder` is where that trainer writes results.csv and weights/; `env_lines` what its environment probe found;
+    `drift_ignored()` the opt keys that trainer rewrites itself; `advice(...)` the command to suggest for a
+    recommendation, or ''. Such a trainer resumes from last.pt only, so a damaged last.pt means a fine-tune.
+    """
+
+    folder: Path
+    env_lines: list[str]
+
+    def drift_ignored(self) -> frozenset[str]: ...
+
+    def advice(self, recommended: str, run_dir: Path, stripped: bool) -> str: ...
+
+
+def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, verify_hash: bool = True,
+                 follow: Callable[[Path, bool], ForeignRun | None] | None = None) -> RunDiagnosis:
+    """Diagnose a run directory: last.pt and best.pt verdicts, drift, environment, logout survival, advice.
+
+    `follow(run_dir, probe)` is the run's backend's view of where its trainer writes (yolotui.jobs.doctor passes
+    it); None: the run folder is the trainer's own.
+    """
     run_dir = Path(run_dir)
     status = read_status(run_dir)
     state = effective_state(run_dir, status) if status is not None else None
-    from yolotui.health.official_run import official_advice, official_run
-
-    official = official_run(run_dir, probe=environment)  # follow an official run to where its trainer writes
+    official = follow(run_dir, environment) if follow is not None else None
     outputs = official.folder if official is not None else run_dir
     total = _planned_epochs(run_dir) or (_opt_epochs(outputs) if official is not None else None)
     folder = weights_dir(outputs)
@@ -152,7 +171,7 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
                         ignored=official.drift_ignored() if official is not None else frozenset())
     if official is not None:
         stripped = bool(last.info is not None and last.info.epoch == -1)
-        command = official_advice(recommended, run_dir, stripped)
+        command = official.advice(recommended, run_dir, stripped)
         if recommended == RESUME_FALLBACK:  # the official --resume takes last.pt only: fine-tune from the fallback
             recommended, advice = FINETUNE, f"{Path(last.path).name} is not usable: fine-tune from {Path(chosen).name}"
         elif recommended == EXTEND and stripped:
@@ -192,7 +211,7 @@ def _slurm_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
     job = slurm_job_of(status)
     if not job:
         return None
-    from yolotui.runs import slurm
+    from yolotui.placement import slurm
 
     facts = slurm.describe(job, accounting=True)
     from yolotui.runs.runconfig import run_yaml_field
@@ -267,7 +286,7 @@ def render_text(diagnosis: RunDiagnosis) -> str:
         if record.get("warning"):
             lines.append(f"          warning: {record['warning']}")
     if diagnosis.slurm is not None:
-        from yolotui.runs.slurm import short_text
+        from yolotui.placement.slurm import short_text
 
         state = f" [{diagnosis.slurm['state']}]" if diagnosis.slurm.get("state") else ""
         lines.append(f"slurm     {short_text(diagnosis.slurm)}{state}")

@@ -1,11 +1,11 @@
-"""Stop and save: what a user can do to a live run (yolotui.runs.control sends the signals)."""
+"""Stop and save: what a user can do to a live run (yolotui.supervisor.control sends the signals)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from yolotui.runs.control import SaveResult, StopResult
+from yolotui.supervisor.control import SaveResult, StopResult
 
 
 @dataclass
@@ -28,7 +28,7 @@ def resolve(run: str | Path) -> Path:
 
 def stop(request: StopRequest) -> StopResult:
     """Stop the run; StopResult says what was sent and the state it ended in."""
-    from yolotui.runs.control import stop as stop_run
+    from yolotui.supervisor.control import stop as stop_run
 
     return stop_run(resolve(request.run), force=request.force, grace_s=request.grace_s, wait=request.wait)
 
@@ -36,7 +36,7 @@ def stop(request: StopRequest) -> StopResult:
 def save(run: str | Path) -> SaveResult:
     """Ask the run's trainer to write a checkpoint now; UserError when the run is not running or its
     backend cannot (see Backend.capabilities.save_now)."""
-    from yolotui.runs.control import save_now
+    from yolotui.supervisor.control import save_now
 
     run_dir = resolve(run)
     note = cannot_note(run_dir, "save_now")
@@ -54,7 +54,7 @@ def cannot_note(run_dir: Path, capability: str) -> str | None:
 
     if read_backend(Path(run_dir)) != "official":
         return None
-    from yolotui.backends.official import CANNOT
+    from yolotui.backends.official.backend import CANNOT
 
     return CANNOT.get(capability)
 

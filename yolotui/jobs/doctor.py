@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from yolotui.errors import UserError
+
 
 @dataclass
 class DoctorRequest:
@@ -60,10 +62,24 @@ def resolve_target(value: str) -> Path:
     return Path(resolve_run(value))
 
 
+def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, verify_hash: bool = True):
+    """health.report.diagnose_run with the run's backend following its trainer's own folder (official runs)."""
+    from yolotui.backends import get_backend
+    from yolotui.health.report import diagnose_run as diagnose
+    from yolotui.runs.runconfig import read_run_config
+
+    try:
+        backend = get_backend((read_run_config(run_dir) or {}).get("backend"))
+    except (UserError, OSError, ValueError):
+        backend = None
+    follow = backend.follow if backend is not None else None
+    return diagnose(run_dir, environment=environment, logind=logind, verify_hash=verify_hash, follow=follow)
+
+
 def doctor(request: DoctorRequest) -> DoctorResult:
     """Diagnose the target (the deep check runs torch in a child process, never here)."""
     from yolotui.health.deep import run_deep_check
-    from yolotui.health.report import EXTEND, LIVE, RESUME, diagnose_run
+    from yolotui.health.report import EXTEND, LIVE, RESUME
     from yolotui.health.verdict import FINISHED, RESUMABLE, diagnose_checkpoint
 
     target = resolve_target(request.target)

@@ -29,12 +29,12 @@ class ExecRequest:
     max_restarts: int = 0
     save_signal: bool = False
     extras: RunExtras = field(default_factory=RunExtras)  # notifications, stall timeout (log growth), logging
-    slurm: Any | None = None  # yolotui.runs.slurm.SlurmOptions: run it as a SLURM job
+    slurm: Any | None = None  # yolotui.placement.slurm.SlurmOptions: run it as a SLURM job
 
 
 def exec_run(request: ExecRequest) -> StartedRun:
     """Create the run folder and start the supervised command."""
-    from yolotui.runs.launcher import check_command, launch
+    from yolotui.placement.launcher import check_command, launch
     from yolotui.runs.store import create_run_dir, validate_name
 
     command = list(request.command)
@@ -44,7 +44,7 @@ def exec_run(request: ExecRequest) -> StartedRun:
         raise UserError("no command given: put it after '--', e.g. yolotui exec -- python train.py")
     if request.max_restarts < 0:
         raise UserError(f"--max-restarts must be 0 or more (got {request.max_restarts})")
-    from yolotui.backends.official import recognise_command
+    from yolotui.backends.official.backend import recognise_command
 
     recognised = recognise_command(command)
     if recognised is not None:  # the official trainer: the same as `yolotui train --backend official`

@@ -46,7 +46,7 @@ class FinetuneRequest:
     options: dict[str, Any] = field(default_factory=dict)
     layout: dict[str, Any] = field(default_factory=dict)
     extras: RunExtras = field(default_factory=RunExtras)
-    slurm: Any | None = None  # yolotui.runs.slurm.SlurmOptions: run it as a SLURM job
+    slurm: Any | None = None  # yolotui.placement.slurm.SlurmOptions: run it as a SLURM job
 
 
 def resolve_source(value: str) -> FinetuneSource:

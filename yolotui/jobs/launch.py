@@ -13,8 +13,8 @@ from yolotui.backends import ENGINE, get_backend
 from yolotui.backends.base import CommandRequest
 from yolotui.config import opt_yaml_dict, save_yaml
 from yolotui.errors import UserError
+from yolotui.placement.distributed import plan_launch, run_yaml_entry, sync_bn_warning
 from yolotui.runs import layout
-from yolotui.runs.distributed import plan_launch, run_yaml_entry, sync_bn_warning
 
 DEFAULT_MAX_ATTEMPTS = 5  # attempts in all (the first and 4 restarts), issue 7
 
@@ -46,7 +46,7 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
     """Launch the trainer for `run_dir` under a detached supervisor; returns warnings about the layout.
 
     `overrides` (resume) holds the changed options; `dist_flags` the process-layout flags (nproc_per_node,
-    nnodes, node_rank, rdzv_endpoint ...; see yolotui.runs.distributed). UserError on bad input, before
+    nnodes, node_rank, rdzv_endpoint ...; see yolotui.placement.distributed). UserError on bad input, before
     anything detaches. `queue` (yolotui.jobs.queue.queue_spec) makes the run wait in state `queued` first;
     `slurm` (runs.slurm.SlurmOptions) submits the supervisor as a SLURM job instead of starting it here.
     `run_extra`: RunExtras.entries() (notify, watchdog, logging); the run's earlier entries not given again
@@ -55,8 +55,8 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
     owns it from the call on and closes it whatever happens (launch hands it to the supervisor).
     """
     from yolotui.jobs.runextras import carried_over
+    from yolotui.placement.launcher import launch
     from yolotui.runs import lock
-    from yolotui.runs.launcher import launch
 
     try:
         run_dir = Path(run_dir)

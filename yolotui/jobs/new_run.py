@@ -29,7 +29,7 @@ class NewRunRequest:
     `layout`: process-layout flags (nproc_per_node, nnodes, node_rank, rdzv_endpoint, rdzv_id, master_addr,
     master_port); `max_attempts`: attempts in all (see jobs.launch.restart_limit); `backoff_s`: seconds
     before the first retry (None: the supervisor's default); `queue`: what to wait for before starting;
-    `slurm`: a yolotui.runs.slurm.SlurmOptions to submit the run as a SLURM job (None: run here);
+    `slurm`: a yolotui.placement.slurm.SlurmOptions to submit the run as a SLURM job (None: run here);
     `extras`: notifications, stall timeout, logging.
     """
 

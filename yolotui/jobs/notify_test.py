@@ -28,9 +28,9 @@ class NotifyTestResult:
 
 def notify_test(run: str | None = None, urls: list[str] | None = None) -> NotifyTestResult:
     """Send the test message now, in this process; UserError when no target is configured."""
-    from yolotui.runs.notify import make_event, targets_for
-    from yolotui.runs.notify_send import send_all
-    from yolotui.runs.usersettings import load_user_settings, settings_file
+    from yolotui.notify.notifier import make_event, targets_for
+    from yolotui.notify.send import send_all
+    from yolotui.usersettings import load_user_settings, settings_file
 
     run_config: dict[str, Any] = {}
     name, run_dir = "test", ""

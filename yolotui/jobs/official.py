@@ -2,7 +2,7 @@
 
 `start_official` serves `yolotui train --backend official` and `yolotui exec -- python train_dual.py ...`;
 `resume_official` serves `yolotui resume RUN` (and the resume wizard through jobs.resume) for official runs.
-See yolotui/backends/official.py for the command, the run.yaml entries and what the official trainer cannot do.
+See yolotui/backends/official/backend.py for the command, the run.yaml entries and what the official trainer cannot do.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from yolotui.backends import get_backend
 from yolotui.backends.base import CommandRequest
-from yolotui.backends.official import (
+from yolotui.backends.official.backend import (
     NAME,
     OPT_ORIG,
     OfficialCommand,
@@ -50,7 +50,7 @@ class OfficialRunRequest:
 def check_interpreter(python: str) -> list[str]:
     """Lines about the trainer's interpreter (a bounded probe: versions and what breaks the official code);
     UserError when it cannot be run."""
-    from yolotui.health.official_env import official_env_issues, probe_interpreter
+    from yolotui.backends.official.environment import official_env_issues, probe_interpreter
 
     facts = probe_interpreter(python)
     if facts.get("error"):
@@ -67,8 +67,8 @@ def check_interpreter(python: str) -> list[str]:
 
 def start_official(request: OfficialRunRequest) -> StartedRun:
     """Create the run folder and start the official trainer under the supervisor."""
+    from yolotui.placement.launcher import launch
     from yolotui.runs import store
-    from yolotui.runs.launcher import launch
 
     cmd = request.command
     cwd = Path(request.cwd or Path.cwd()).resolve()
@@ -115,10 +115,9 @@ def resume_official(run_dir: Path, epochs: int | None = None, batch_size: int | 
     no usable last.pt the original command starts the run over.
     """
     from yolotui.health.verdict import FINISHED, RESUMABLE, diagnose_checkpoint
+    from yolotui.placement.launcher import launch
     from yolotui.runs import lock
-    from yolotui.runs.launcher import launch
-    from yolotui.runs.policy import restart_settings
-    from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config
+    from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config, restart_settings
 
     run_dir = Path(run_dir)
     if lock.is_held(run_dir):
@@ -194,7 +193,7 @@ def finetune_official(request: OfficialFinetuneRequest) -> StartedRun:
     """Start the official fine-tune run; its hyp file (the source's with lr0 scaled) is written into it."""
     import yaml
 
-    from yolotui.backends.official import find_repo, python_for
+    from yolotui.backends.official.backend import find_repo, python_for
     from yolotui.jobs.finetune import resolve_source
     from yolotui.runs.atomic import atomic_write_text
     from yolotui.runs.runconfig import read_run_config

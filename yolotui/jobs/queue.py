@@ -1,6 +1,6 @@
 """Queueing a new run: turn --after RUN / --after-ok / --when-free [MEM] into run.yaml's `queue` section.
 
-The waiting itself is the run's supervisor's (yolotui.runs.queue). Torch-free and UI-free.
+The waiting itself is the run's supervisor's (yolotui.placement.queue). Torch-free and UI-free.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def queue_spec(request: QueueRequest | None, device: str | None, after: Path | N
     """run.yaml's `queue` section for `request` and the run's --device; None to start at once."""
     if request is None or not request.wanted():
         return None
-    from yolotui.runs.queue import make_spec
+    from yolotui.placement.queue import make_spec
 
     if after is None:
         after = resolve_after(request)
@@ -48,6 +48,6 @@ def describe_spec(spec: dict[str, Any] | None) -> str:
     """'waiting: after exp1 ends, GPU 0 20 GiB free' for the launch output; '' when not queued."""
     if not spec:
         return ""
-    from yolotui.runs.queue import describe
+    from yolotui.placement.queue import describe
 
     return f"queued: starts {describe(spec)}"

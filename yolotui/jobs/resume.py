@@ -93,14 +93,14 @@ def newest_resumable() -> Path:
 def resume(request: ResumeRequest) -> StartedRun:
     """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
     from yolotui.jobs.launch import start_training
+    from yolotui.placement.distributed import saved_layout
     from yolotui.runs import lock
-    from yolotui.runs.distributed import saved_layout
     from yolotui.runs.runconfig import read_backend
 
     epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
     run_extra = request.extras.entries()
     run_dir = run_dir_for(request.target)
-    from yolotui.runs.launcher import refuse_live_slurm_job
+    from yolotui.placement.launcher import refuse_live_slurm_job
 
     refuse_live_slurm_job(run_dir)  # a SLURM run's liveness is its job; before anything in the folder changes
     if read_backend(run_dir) == "official":  # the official trainer's own --resume semantics (jobs.official)
@@ -126,7 +126,7 @@ def resume(request: ResumeRequest) -> StartedRun:
     if overrides["device"] is not None:
         saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
     try:
-        from yolotui.runs.slurm import recorded_options
+        from yolotui.placement.slurm import recorded_options
 
         slurm = request.slurm if request.slurm is not None else recorded_options(run_dir)
     except BaseException:
@@ -212,8 +212,8 @@ def _never_started_queued(run_dir: Path) -> bool:
 def _requeue(run_dir: Path, request: ResumeRequest) -> StartedRun:
     """Queue a never-started run again, waiting for what it waited for (runs.service.relaunch)."""
     from yolotui.jobs.queue import describe_spec
+    from yolotui.placement.service import relaunch
     from yolotui.runs.runconfig import run_yaml_field
-    from yolotui.runs.service import relaunch
 
     changed = [name for name in ("epochs", "batch_size", "device", "workers", "from_ckpt")
                if getattr(request, name) is not None]

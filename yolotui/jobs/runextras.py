@@ -30,8 +30,8 @@ class RunExtras:
 
     def entries(self) -> dict[str, Any]:
         """The run.yaml entries for what was given (validated)."""
-        from yolotui.runs import logconfig
-        from yolotui.runs.usersettings import load_user_settings
+        from yolotui.supervisor import logconfig
+        from yolotui.usersettings import load_user_settings
 
         extra: dict[str, Any] = {}
         urls = [u.strip() for u in self.notify or [] if u and u.strip()]

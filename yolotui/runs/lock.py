@@ -22,6 +22,8 @@ from pathlib import Path
 from yolotui.errors import UserError
 from yolotui.runs.layout import LOCK_FILE
 
+LOCK_FD_FLAG = "--lock-fd"  # tells the supervisor which inherited descriptor holds the run's lock
+
 CLAIM_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
 CLAIM_PAUSE_S = 0.05
 OWNER_MAX_BYTES = 512

@@ -20,6 +20,10 @@ RESERVED_KEYS = frozenset({"name", "backend", "command", "cwd", "device", "env",
 
 MAX_RUN_YAML_BYTES = 4 * 2**20  # a run.yaml is a few kB; anything near this is not one
 
+# run.yaml's `restart` defaults: the wait before a retry doubles from backoff_s up to backoff_max_s.
+DEFAULT_BACKOFF_S = 2.0
+DEFAULT_BACKOFF_MAX_S = 60.0
+
 # Backends whose trainer writes a checkpoint on SIGUSR1 (for any other, run.yaml must say save_signal: true).
 SAVE_SIGNAL_BACKENDS = frozenset({"yolotui"})
 
@@ -87,3 +91,36 @@ def read_backend(run_dir: Path, default: str = "yolotui") -> str:
     """run.yaml's `backend` (the backend a resume must use); `default` when the file or field is missing."""
     backend = run_yaml_field(run_dir, "backend")
     return str(backend) if isinstance(backend, str) and backend else default
+
+def restart_settings(run_config: dict[str, Any]) -> tuple[int, float, float]:
+    """(max_attempts, backoff_s, backoff_max_s) from run.yaml's `restart` mapping, with defaults."""
+    restart = run_config.get("restart") or {}
+    max_attempts = max(1, int(restart.get("max_attempts", 1)))
+    backoff = max(0.0, float(restart.get("backoff_s", DEFAULT_BACKOFF_S)))
+    backoff_max = max(backoff, float(restart.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S)))
+    return max_attempts, backoff, backoff_max
+
+
+def set_flag(argv: list[str], flag: str, value: Any) -> list[str]:
+    """`argv` with `flag` set to `value`: replaces `--flag v` or `--flag=v`, else appends `--flag value`.
+
+    A value of None removes the flag (and its value); True appends a bare flag.
+    """
+    out: list[str] = []
+    i = 0
+    found = False
+    while i < len(argv):
+        token = argv[i]
+        if token == flag or token.startswith(flag + "="):
+            found = True
+            takes_value = token == flag and i + 1 < len(argv) and not argv[i + 1].startswith("--")
+            i += 2 if takes_value else 1
+            if value is None:
+                continue
+            out.extend([flag] if value is True else [flag, str(value)])
+            continue
+        out.append(token)
+        i += 1
+    if not found and value is not None:
+        out.extend([flag] if value is True else [flag, str(value)])
+    return out

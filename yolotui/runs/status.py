@@ -6,7 +6,7 @@ resume), launching (a launcher wrote it; its supervisor is starting), updated, e
 exit_code, exit_signal, failure_class, message, command, backend, device, attempts (history: one dict per attempt
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
 remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
-queue (what a queued run waits for, see yolotui.runs.queue), slurm (job_id, restarts, nodes) for a run
+queue (what a queued run waits for, see yolotui.placement.queue), slurm (job_id, restarts, nodes) for a run
 submitted to SLURM, whose liveness is its job's state, not the lock, and notifications (how many were sent
 and failed, and the last error).
 """
@@ -52,10 +52,10 @@ class RunStatus:
     remedies: list[dict[str, Any]] = field(default_factory=list)
     launching: bool = False  # written by a launcher before its supervisor starts (see state_of)
     stop: dict[str, Any] | None = None  # a stop in progress or done: requested, force, grace_s, term_sent, kill_sent
-    notifications: dict[str, Any] | None = None  # sent, failed, last_error (yolotui/runs/notify.py)
-    # a queued run's wait (yolotui.runs.queue): spec, reason, since, waiting_on, gpus, claimed, started
+    notifications: dict[str, Any] | None = None  # sent, failed, last_error (yolotui/notify/notifier.py)
+    # a queued run's wait (yolotui.placement.queue): spec, reason, since, waiting_on, gpus, claimed, started
     queue: dict[str, Any] | None = None
-    slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/runs/slurm.py)
+    slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/placement/slurm.py)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:
@@ -175,9 +175,9 @@ def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None, 
     `supervisor_pid`)
     in the last QUEUED_GRACE_S seconds (`updated`), whose lock was not taken since, stays `queued` while its
     supervisor starts. A SLURM run (`slurm_job`) takes its liveness from the job's state instead of the lock
-    (yolotui/runs/slurm.py), since the lock is held on another machine."""
+    (yolotui/placement/slurm.py), since the lock is held on another machine."""
     if slurm_job:
-        from yolotui.runs import slurm
+        from yolotui.runs import slurm_state as slurm
 
         return slurm.derived_state(recorded, slurm_job)
     if recorded is None:
@@ -195,7 +195,7 @@ def state_of(run_dir: Path, recorded: str | None, slurm_job: str | None = None, 
 def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
     """The state to show: a live state whose supervisor no longer holds the lock is `interrupted`.
 
-    A SLURM run's liveness is its job's state (yolotui/runs/slurm.py), not the lock.
+    A SLURM run's liveness is its job's state (yolotui/placement/slurm.py), not the lock.
     """
     status = status if status is not None else read_status(run_dir)
     if status is None:

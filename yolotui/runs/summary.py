@@ -201,7 +201,7 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
                                              supervisor_pid=(status or {}).get("supervisor_pid"),
                                              launching=bool((status or {}).get("launching"))))
     if job:
-        from yolotui.runs import slurm
+        from yolotui.runs import slurm_state as slurm
 
         summary.slurm = slurm.describe(job)
     if status is not None:

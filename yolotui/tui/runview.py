@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yolotui.logtext import LogCleaner
 from yolotui.runs.events import Event, EventFollower
 from yolotui.runs.layout import (
     BEST_PT,
@@ -23,7 +24,6 @@ from yolotui.runs.layout import (
     TRAIN_LOG,
     WEIGHTS_DIR,
 )
-from yolotui.runs.logtext import LogCleaner
 from yolotui.runs.results import read_rows
 from yolotui.runs.status import RunStatus, effective_state, read_status, slurm_job_of
 from yolotui.tui.sources import CheckpointFacts, diagnose
@@ -71,7 +71,7 @@ class RunView:
     last_problem: str | None = None  # the latest warning/error event, one line
     done: bool = False
     problems: list[str] = field(default_factory=list)  # files that could not be read
-    slurm: dict | None = None  # a SLURM run: job_id, state, reason, nodes, time_left (yolotui.runs.slurm)
+    slurm: dict | None = None  # a SLURM run: job_id, state, reason, nodes, time_left (yolotui.placement.slurm)
 
     @property
     def attempt(self) -> int:
@@ -152,7 +152,7 @@ class RunReader:
         view.state = effective_state(self.run_dir, status)
         job = slurm_job_of(status)
         if job:
-            from yolotui.runs.slurm import describe
+            from yolotui.placement.slurm import describe
 
             view.slurm = describe(job)  # squeue, bounded and cached (this runs in a worker thread)
         view.name = self.name or (status.name if status and status.name else self.run_dir.name)

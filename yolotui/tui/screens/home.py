@@ -21,9 +21,9 @@ from textual.widgets import DataTable, Footer, Input, Static
 from yolotui import formatting
 from yolotui.formatting import age as format_age
 from yolotui.formatting import short_when as format_time
+from yolotui.placement.queue import short_note
 from yolotui.runs import index
 from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
-from yolotui.runs.queue import short_note
 from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
 from yolotui.tui.sources import CheckpointFacts, diagnose
@@ -373,7 +373,7 @@ def _cells(row: HomeRow, now: float, marked: bool = False) -> tuple:
     name = Text.assemble(("● ", "bold"), summary.name) if marked else summary.name
     device = summary.device or "--"
     if summary.slurm:  # a SLURM run: where and how long, or why it waits
-        from yolotui.runs.slurm import short_text
+        from yolotui.placement.slurm import short_text
 
         device = f"{summary.device + ' ' if summary.device else ''}{short_text(summary.slurm)}"
     return (name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started), device)

@@ -183,7 +183,7 @@ class NewRunWizard(WizardScreen):
 
                 resolve_run(self._value("after"))
             elif widget_id == "when-free" and self._value("when-free"):
-                from yolotui.runs.queue import gpu_indices, parse_memory
+                from yolotui.placement.queue import gpu_indices, parse_memory
 
                 if self._when_free():
                     parse_memory(self._when_free())
@@ -255,7 +255,7 @@ class NewRunWizard(WizardScreen):
 
 def _slurm_defaults() -> dict[str, Any] | None:
     """settings.yaml's `slurm:` mapping, or None when it has none (or cannot be read)."""
-    from yolotui.runs.slurm import settings_defaults, settings_has_slurm
+    from yolotui.placement.slurm import settings_defaults, settings_has_slurm
 
     try:
         return settings_defaults() if settings_has_slurm() else None

@@ -59,8 +59,8 @@ class ResumeFacts:
 
 def gather_facts(run_dir: Path, diagnose: Callable[[Path], Any] | None = None) -> ResumeFacts:
     """Diagnose the run and read what the choices need (called in a worker thread)."""
-    from yolotui.health.report import diagnose_run
     from yolotui.health.verdict import RESUMABLE, diagnose_checkpoint
+    from yolotui.jobs.doctor import diagnose_run
     from yolotui.runs.layout import BEST_PT, LAST_PT, weights_dir
 
     run_dir = Path(run_dir)

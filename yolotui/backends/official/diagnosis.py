@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from yolotui.health.official_env import official_env_issues, probe_interpreter
+from yolotui.backends.official.environment import official_env_issues, probe_interpreter
 
 LOG_TAIL_BYTES = 512 * 1024
 _LOGGING_TO = re.compile(r"Logging results to (?:\x1b\[[0-9;]*m)*([^\x1b\n]+)")
@@ -33,6 +33,10 @@ class OfficialRun:
     folder: Path
     python: str | None
     env_lines: list[str] = field(default_factory=list)
+
+    def advice(self, recommended: str, run_dir: Path, stripped: bool) -> str:
+        """The official command to suggest for doctor's recommendation (see official_advice)."""
+        return official_advice(recommended, run_dir, stripped)
 
     def drift_ignored(self) -> frozenset[str]:
         """opt.yaml keys that are not drift for this run."""

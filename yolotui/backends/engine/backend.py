@@ -19,8 +19,8 @@ from yolotui.backends.base import (
     LaunchSpec,
     RunOutputs,
 )
+from yolotui.placement.distributed import DistributedLaunch
 from yolotui.runs import layout as run_layout
-from yolotui.runs.distributed import DistributedLaunch
 
 
 def engine_command(run_dir: Path, overrides: dict[str, Any] | None = None, nproc: int = 1,
@@ -48,7 +48,7 @@ class EngineBackend(Backend):
 
     def _spec(self, request: CommandRequest, overrides: dict[str, Any] | None) -> LaunchSpec:
         from yolotui.config import opt_yaml_dict
-        from yolotui.runs.distributed import DistributedLaunch as Layout
+        from yolotui.placement.distributed import DistributedLaunch as Layout
 
         layout = request.layout or Layout()
         return LaunchSpec(command=engine_command(request.run_dir, overrides, launch=layout), env=layout.env(),

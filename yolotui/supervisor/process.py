@@ -1,4 +1,4 @@
-"""The detached supervisor of one run: `python -m yolotui.runs.supervisor RUN`.
+"""The detached supervisor of one run: `python -m yolotui.supervisor.process RUN`.
 
 Started by the launcher in a new session with stdio to RUN/supervisor.log. It
 
@@ -12,7 +12,7 @@ Started by the launcher in a new session with stdio to RUN/supervisor.log. It
 - is the child subreaper of everything the trainer starts, so the processes a run leaves behind are reaped,
   and after every attempt signals whatever is left in the trainer's process group (SIGTERM, then SIGKILL);
 - with a `queue` section in run.yaml, first waits in state `queued` (lock held) until its conditions hold
-  (yolotui.runs.queue), or ends `stopped` on a stop request, or `failed` when they can never hold;
+  (yolotui.placement.queue), or ends `stopped` on a stop request, or `failed` when they can never hold;
 - writes every transition to status.json (queued -> running -> [restarting -> running ...] -> finished /
   failed / stopped, with stopping while a stop is under way), with an `attempts` history, and asks
   `policy.decide` what follows each attempt.
@@ -36,12 +36,10 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from yolotui import procs
 from yolotui.errors import UserError
-from yolotui.runs import lock, policy, procs, remedies
-from yolotui.runs import notify as notifications
-from yolotui.runs.grace import checkpoint_being_written, effective_grace
-from yolotui.runs.hostoom import MemoryWatch
-from yolotui.runs.launcher import LOCK_FD_FLAG
+from yolotui.notify import notifier as notifications
+from yolotui.runs import lock
 from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
@@ -53,13 +51,17 @@ from yolotui.runs.layout import (
     STOPPING,
     TRAIN_LOG,
 )
+from yolotui.runs.lock import LOCK_FD_FLAG
 from yolotui.runs.manifest import reconcile_run
 from yolotui.runs.nofollow import append_bytes, open_append
 from yolotui.runs.runconfig import handles_save_signal, read_run_config
 from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status_resilient
 from yolotui.runs.stoprequest import read_stop_request
-from yolotui.runs.usersettings import load_user_settings
-from yolotui.runs.watchdog import StallWatch, WatchdogSettings
+from yolotui.supervisor import policy, remedies
+from yolotui.supervisor.grace import checkpoint_being_written, effective_grace
+from yolotui.supervisor.hostoom import MemoryWatch
+from yolotui.supervisor.watchdog import StallWatch, WatchdogSettings
+from yolotui.usersettings import load_user_settings
 
 POLL_S = 0.1
 WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks
@@ -96,7 +98,7 @@ LOG = logging.getLogger("yolotui.supervisor")
 
 def log(message: str, level: int = logging.INFO) -> None:
     """A record of the `yolotui.supervisor` logger: by default a timestamped line on the supervisor's own log
-    (its stdout is RUN/supervisor.log); a --log-config adds its handlers (yolotui/runs/logconfig.py). Never
+    (its stdout is RUN/supervisor.log); a --log-config adds its handlers (yolotui/supervisor/logconfig.py). Never
     raises: logging's handlers swallow write errors such as a full disk (issue 14, item 12)."""
     LOG.log(level, message)
 
@@ -407,9 +409,9 @@ class Supervisor:
         """Wait in state `queued` until run.yaml's `queue` conditions hold; False when the run ended instead.
 
         Polls every YOLOTUI_QUEUE_POLL_S seconds (default 2), acting on stop requests within POLL_S. The
-        decision to start and the GPU claim are written under the queue's decision lock (yolotui.runs.queue).
+        decision to start and the GPU claim are written under the queue's decision lock (yolotui.placement.queue).
         """
-        from yolotui.runs import queue
+        from yolotui.placement import queue
         from yolotui.telemetry.gpu import GpuSampler
 
         spec = self.config.get("queue")
@@ -643,7 +645,7 @@ def _size(path: Path) -> int:
 
 def apply_logging(entry: dict[str, Any] | None) -> None:
     """Configure the supervisor's logging from run.yaml's `logging` entry; the defaults when it cannot apply."""
-    from yolotui.runs.logconfig import apply
+    from yolotui.supervisor.logconfig import apply
 
     try:
         apply(entry, "supervisor")
@@ -680,7 +682,7 @@ def adopt_lock(run_dir: Path, fd: int) -> int | None:
 
 
 def main(argv: list[str] | None = None, supervisor_class: type[Supervisor] = Supervisor,
-         module: str = "yolotui.runs.supervisor", lock_wait_s: float = LOCK_TRIES * 0.05) -> int:
+         module: str = "yolotui.supervisor.process", lock_wait_s: float = LOCK_TRIES * 0.05) -> int:
     """Entry point: supervise the run folder given as the only argument (with `supervisor_class`); waits up to
     `lock_wait_s` for RUN/.lock."""
     args = sys.argv[1:] if argv is None else argv

@@ -81,7 +81,7 @@ def memory_limit(folder: Path | None) -> int | None:
 
 def group_rss(pgid: int | None) -> int:
     """Resident bytes of every live process in process group `pgid` (the trainer and its workers)."""
-    from yolotui.runs import procs
+    from yolotui import procs
 
     total = 0
     page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

@@ -1,7 +1,7 @@
-"""The supervisor inside a SLURM job: `python -m yolotui.runs.slurm_job RUN` (what RUN/slurm.sh `exec`s).
+"""The supervisor inside a SLURM job: `python -m yolotui.supervisor.slurm_job RUN` (what RUN/slurm.sh `exec`s).
 
-The same supervisor as a local run (yolotui/runs/supervisor.py: the lock, attempts, remedies, status.json), in
-the foreground of the batch step, plus what SLURM's signals mean (see yolotui/runs/slurm.py):
+The same supervisor as a local run (yolotui/supervisor/process.py: the lock, attempts, remedies, status.json), in
+the foreground of the batch step, plus what SLURM's signals mean (see yolotui/placement/slurm.py):
 
 - SIGUSR1 with RUN/save.request present (`yolotui save`): SIGUSR1 to the trainer, which saves and goes on.
 - SIGUSR1 without it (`--signal=B:USR1@N`, the time limit is near): stop the trainer gracefully (checkpoint
@@ -24,13 +24,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from yolotui import procs
 from yolotui.errors import UserError
-from yolotui.runs import policy, procs, slurm
-from yolotui.runs.decision import KILLED
+from yolotui.placement import slurm
 from yolotui.runs.layout import EVENTS_JSONL, INTERRUPTED, LAST_PT, QUEUED, STOP_REQUEST, STOPPED, WEIGHTS_DIR
 from yolotui.runs.runconfig import handles_save_signal
 from yolotui.runs.status import read_status
-from yolotui.runs.supervisor import Supervisor, _size, log, main
+from yolotui.supervisor import policy
+from yolotui.supervisor.decision import KILLED
+from yolotui.supervisor.process import Supervisor, _size, log, main
 
 TIMELIMIT = "timelimit"
 PREEMPTED = "preempted"
@@ -178,4 +180,4 @@ class SlurmSupervisor(Supervisor):
 
 if __name__ == "__main__":
     # An earlier job of this run (a resubmission right after a scancel) may still be finishing on this node.
-    raise SystemExit(main(supervisor_class=SlurmSupervisor, module="yolotui.runs.slurm_job", lock_wait_s=90.0))
+    raise SystemExit(main(supervisor_class=SlurmSupervisor, module="yolotui.supervisor.slurm_job", lock_wait_s=90.0))

@@ -14,7 +14,7 @@ no code of ours per service; apprise is the optional extra `notify`). `command` 
 the event as one JSON object on stdin.
 
 A notification never blocks or kills the supervisor: each is sent by a child process
-(`python -m yolotui.runs.notify_send`) that the supervisor starts and reaps like any other child, which is
+(`python -m yolotui.notify.send`) that the supervisor starts and reaps like any other child, which is
 killed when it outlives its timeout; its failures are written to supervisor.log (the child's stderr) and
 counted in status.json's `notifications` (sent, failed, last_error).
 """
@@ -74,7 +74,7 @@ def _section(mapping: Any, where: str) -> dict[str, Any]:
 
 def targets_for(run_config: dict[str, Any] | None, settings: dict[str, Any] | None) -> Targets:
     """The targets of a run: settings.yaml's plus run.yaml's (URLs of both, the run's command/best winning)."""
-    from yolotui.runs.usersettings import settings_file
+    from yolotui.usersettings import settings_file
 
     user = _section(settings, str(settings_file()))
     own = _section(run_config, "run.yaml")
@@ -151,7 +151,7 @@ class Notifier:
         payload = json.dumps({"event": event, "targets": self.targets.to_dict()}).encode()
         try:
             child = subprocess.Popen(  # an argv list, never a shell; stdout/stderr: the supervisor's log
-                [sys.executable, "-m", "yolotui.runs.notify_send"], stdin=subprocess.PIPE, env=self.env,
+                [sys.executable, "-m", "yolotui.notify.send"], stdin=subprocess.PIPE, env=self.env,
                 close_fds=True, start_new_session=True)
         except OSError as exc:
             self._failed(event.get("event"), f"cannot start the sender: {exc}")

@@ -1,5 +1,5 @@
 """The `official` backend: a checkout of the official YOLOv9 repository (train_dual.py, train.py,
-train_triple.py), run under yolotui's supervisor through the stdlib shim (yolotui/backends/official_shim.py).
+train_triple.py), run under yolotui's supervisor through the stdlib shim (yolotui/backends/official/shim.py).
 
 - Launch: `yolotui train --backend official --repo PATH [train_dual.py flags]`, or `yolotui exec -- python
   train_dual.py ...` (recognised by `recognise_command`). The trainer's interpreter is `--python EXE` (default:
@@ -51,7 +51,7 @@ YOLOTUI_FLAGS = {"--backend": 1, "--repo": 1, "--script": 1, "--python": 1, "--a
 OUTPUT_FLAGS = {"--project": 1, "--name": 1, "--exist-ok": 0}
 OFFICIAL_DEFAULT_PROJECT = "runs/train"
 OFFICIAL_DEFAULT_NAME = "exp"
-OPT_ORIG = "opt.yaml.orig"  # yolotui/runs/opt_edit.py
+OPT_ORIG = "opt.yaml.orig"  # yolotui/backends/official/opt_edit.py
 CANNOT = {
     "save_now": "the official trainer has no save-now signal (SIGUSR1 would kill it): it writes last.pt at the "
                 "end of every epoch",
@@ -196,7 +196,7 @@ def read_opt(run_dir: Path) -> dict[str, Any]:
 def edit_opt_yaml(run_dir: Path, changes: dict[str, Any]) -> dict[str, list[Any]]:
     """Write `changes` into the run's opt.yaml (what the official --resume reads), keeping the first version as
     opt.yaml.orig; returns {key: [was, now]}."""
-    from yolotui.runs.opt_edit import edit_opt_yaml as edit
+    from yolotui.backends.official.opt_edit import edit_opt_yaml as edit
 
     return edit(save_dir(run_dir) / layout.OPT_YAML, changes)
 
@@ -213,7 +213,7 @@ def python_for(explicit: str | None, recognised: OfficialCommand | None = None) 
 def resume_usable(run_config: dict[str, Any]) -> bool:
     """Whether run.yaml's `resume_if_usable` checkpoint is resumable by yolotui's scan (the doctor's verdict),
     against the plan in opt.yaml beside it (what the official --resume reads). The supervisor calls this through
-    run.yaml's `resume_check` before adding `--resume RUN/weights/last.pt` (yolotui/runs/policy.py)."""
+    run.yaml's `resume_check` before adding `--resume RUN/weights/last.pt` (yolotui/supervisor/policy.py)."""
     from yolotui.health.verdict import RESUMABLE, diagnose_checkpoint
 
     path = run_config.get("resume_if_usable")
@@ -228,7 +228,7 @@ def resume_usable(run_config: dict[str, Any]) -> bool:
     return diagnose_checkpoint(path, total_epochs=total, find_fallback=False).verdict == RESUMABLE
 
 
-RESUME_CHECK = "yolotui.backends.official:resume_usable"
+RESUME_CHECK = "yolotui.backends.official.backend:resume_usable"
 
 
 class OfficialBackend(Backend):
@@ -261,6 +261,12 @@ class OfficialBackend(Backend):
     def remedies(self) -> frozenset[str]:
         """Retry (with --resume), halve the batch (in opt.yaml too), allocator and NCCL settings; no lr scale."""
         return frozenset({REMEDY_RETRY, REMEDY_HALVE_BATCH, REMEDY_ALLOC_CONF, REMEDY_NCCL_ENV})
+
+    def follow(self, run_dir: Path, probe: bool = True) -> Any:
+        """An official train_dual.py run followed to the folder it writes (None for any other command)."""
+        from yolotui.backends.official.diagnosis import official_run
+
+        return official_run(run_dir, probe=probe)
 
     def outputs(self, run_dir: Path) -> RunOutputs:
         """The official save_dir's results.csv, weights/ and opt.yaml (the run folder for runs yolotui started)."""

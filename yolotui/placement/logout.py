@@ -80,7 +80,7 @@ def current_logind() -> Any:
     global _cached
     now = time.monotonic()
     if _cached is None or now - _cached[0] > CHECK_TTL_S:
-        from yolotui.runs.logind import check_logind
+        from yolotui.placement.logind import check_logind
 
         _cached = (now, check_logind())
     return _cached[1]

@@ -9,6 +9,7 @@ flag on its command line is halved on an out-of-memory failure. `save_signal: tr
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from yolotui.backends.base import (
     REMEDY_ALLOC_CONF,
@@ -45,6 +46,12 @@ class ExecBackend(Backend):
     def remedies(self) -> frozenset[str]:
         """Rerun with backoff, halve a --batch/--batch-size on its command line, set the allocator/NCCL env."""
         return frozenset({REMEDY_RETRY, REMEDY_HALVE_BATCH, REMEDY_ALLOC_CONF, REMEDY_NCCL_ENV})
+
+    def follow(self, run_dir: Path, probe: bool = True) -> Any:
+        """An official train_dual.py run followed to the folder it writes (None for any other command)."""
+        from yolotui.backends.official.diagnosis import official_run
+
+        return official_run(run_dir, probe=probe)
 
     def outputs(self, run_dir: Path) -> RunOutputs:
         """Where yolotui looks: the run folder's official layout, if the command writes it."""

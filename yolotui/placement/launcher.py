@@ -1,6 +1,6 @@
 """Starting a run: write run.yaml and a queued status.json, index the run, start its detached supervisor.
 
-The supervisor (`python -m yolotui.runs.supervisor RUN`) is started in a new session (setsid) with stdin
+The supervisor (`python -m yolotui.supervisor.process RUN`) is started in a new session (setsid) with stdin
 from /dev/null and stdout/stderr to RUN/supervisor.log, so a hangup of the terminal (an SSH drop) never
 reaches it. PYTHONPATH is prefixed with the folder holding this yolotui package, so the supervisor runs the
 same code as the launcher, also from a checkout that is not installed. `launch` returns within about two
@@ -25,18 +25,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yolotui
+from yolotui import procs
 from yolotui.errors import UserError
-from yolotui.runs import index, lock, policy, procs
+from yolotui.runs import index, lock
 from yolotui.runs.layout import QUEUED, STOP_REQUEST, SUPERVISOR_LOG
-from yolotui.runs.runconfig import RESERVED_KEYS, run_yaml_field, write_run_config
+from yolotui.runs.lock import LOCK_FD_FLAG
+from yolotui.runs.runconfig import (
+    DEFAULT_BACKOFF_MAX_S,
+    DEFAULT_BACKOFF_S,
+    RESERVED_KEYS,
+    run_yaml_field,
+    write_run_config,
+)
 from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status
 from yolotui.runs.store import check_writable, validate_name
 
 if TYPE_CHECKING:
-    from yolotui.runs.slurm import SlurmOptions
+    from yolotui.placement.slurm import SlurmOptions
 
 START_TIMEOUT_S = 2.0
-LOCK_FD_FLAG = "--lock-fd"  # tells the supervisor which inherited descriptor holds the run's lock
 
 
 def package_root() -> Path:
@@ -46,16 +53,16 @@ def package_root() -> Path:
 
 def supervisor_argv(run_dir: Path) -> list[str]:
     """The command that supervises `run_dir`."""
-    return [sys.executable, "-m", "yolotui.runs.supervisor", str(run_dir)]
+    return [sys.executable, "-m", "yolotui.supervisor.process", str(run_dir)]
 
 
 def session_guard(argv: list[str], run_dir: Path, name: str | None = None) -> tuple[list[str], dict[str, Any]]:
-    """Make the supervisor survive logout where systemd-logind kills user processes (yolotui/runs/logout.py).
+    """Make the supervisor survive logout where systemd-logind kills user processes (yolotui/placement/logout.py).
 
     Returns the argv to start (prefixed with `systemd-run --user --scope` where needed and usable) and the
     record kept in run.yaml under `logout`: applied, note, warning, and the logind facts.
     """
-    from yolotui.runs.logout import guard_supervisor
+    from yolotui.placement.logout import guard_supervisor
 
     return guard_supervisor(argv, name or Path(run_dir).name)
 
@@ -95,7 +102,7 @@ def _last_line(path: Path) -> str:
 def _clear_requests(run_dir: Path, keep_stop: bool = False) -> None:
     """Remove stop/save requests left from an earlier life of this folder (`keep_stop`: the stop request was
     already judged by `drop_stale_stop_request`)."""
-    from yolotui.runs.slurm import SAVE_REQUEST
+    from yolotui.placement.slurm import SAVE_REQUEST
 
     for leftover in ((SAVE_REQUEST,) if keep_stop else (STOP_REQUEST, SAVE_REQUEST)):
         try:
@@ -113,7 +120,7 @@ def refuse_live_slurm_job(run_dir: Path) -> None:
     job = (status.slurm or {}).get("job_id") if status is not None and status.slurm else None
     if not job:
         return
-    from yolotui.runs import slurm
+    from yolotui.placement import slurm
 
     info = slurm.job_info(str(job), fresh=True)
     if info is not None and (info.pending or (info.active and status.state in LIVE_STATES)):
@@ -122,13 +129,13 @@ def refuse_live_slurm_job(run_dir: Path) -> None:
 
 
 def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: SlurmOptions) -> RunStatus:
-    """Write run.yaml, a queued status.json and RUN/slurm.sh, then `sbatch` it (yolotui/runs/slurm.py).
+    """Write run.yaml, a queued status.json and RUN/slurm.sh, then `sbatch` it (yolotui/placement/slurm.py).
 
     Checks at submit time whether the run folder is on storage the compute nodes see (run.yaml's
     `slurm.storage`, and `storage_warning` when not; jobs.results.started reports it). run.yaml's `slurm`
     records the options, the job ids (one more per resubmission) and the submit command.
     """
-    from yolotui.runs import slurm
+    from yolotui.placement import slurm
 
     note, is_warning = slurm.storage_note(run_dir)
     config["logout"] = {"applied": "slurm", "note": "runs as a SLURM job: logging out does not end it",
@@ -167,7 +174,7 @@ def launch(
     max_attempts: int = 1,
     env: dict[str, str] | None = None,
     extra: dict[str, Any] | None = None,
-    backoff_s: float = policy.DEFAULT_BACKOFF_S,
+    backoff_s: float = DEFAULT_BACKOFF_S,
     cwd: Path | None = None,
     restart: dict[str, Any] | None = None,
     queue: dict[str, Any] | None = None,
@@ -180,8 +187,8 @@ def launch(
     `env` adds variables to the command's environment; `extra` adds options to run.yaml (e.g. `resume_args`,
     `save_signal`, a backend's resolved options); `cwd` is the command's working folder (default: ours);
     `restart` adds restart settings (e.g. `min_batch`, `collective_timeout_s`, `backoff_max_s`; see remedies).
-    `queue` (yolotui.runs.queue.make_spec) makes the supervisor wait in state `queued` before attempt 1.
-    `slurm` (yolotui.runs.slurm.SlurmOptions) submits the supervisor as a SLURM job instead of starting it
+    `queue` (yolotui.placement.queue.make_spec) makes the supervisor wait in state `queued` before attempt 1.
+    `slurm` (yolotui.placement.slurm.SlurmOptions) submits the supervisor as a SLURM job instead of starting it
     here (see `submit_to_slurm`); SLURM does the queueing then, so it does not go with `queue`.
     Raises UserError for an unwritable folder, a bad name, a missing program, too little disk space or a run
     that is still live, always before anything detaches.
@@ -211,7 +218,7 @@ def _launch(run_dir: Path, command: Sequence[str], *, name: str, backend: str, d
     validate_name(name)
     index.check_home()
     if slurm is not None:
-        from yolotui.runs.slurm import require_sbatch
+        from yolotui.placement.slurm import require_sbatch
 
         if queue:
             raise UserError("--slurm runs the job through SLURM's own queue: leave out yolotui's queue options "
@@ -251,7 +258,7 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
            restart: dict[str, Any] | None, checkpoint_hint: int | None,
            queue: dict[str, Any] | None = None, slurm: SlurmOptions | None = None) -> RunStatus:
     """Write run.yaml and status.json and start the supervisor, the run's lock held in `lock_fd`."""
-    from yolotui.runs import diskspace
+    from yolotui.placement import diskspace
     from yolotui.runs.manifest import reconcile_run
     from yolotui.runs.nofollow import append_bytes, open_append
 
@@ -260,7 +267,7 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
     launch_started = procs.start_time(os.getpid()) or time.time()
     refuse_live_slurm_job(run_dir)
     if slurm is not None and (slurm.nodes or 1) > 1:
-        from yolotui.runs.slurm import multi_node_command
+        from yolotui.placement.slurm import multi_node_command
 
         argv = multi_node_command(argv, (extra.get("distributed") or {}).get("nproc_per_node")
                                   if isinstance(extra.get("distributed"), dict) else None)
@@ -273,7 +280,7 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
         "device": device,
         "env": env,
         "restart": {"max_attempts": int(max_attempts), "backoff_s": float(backoff_s),
-                    "backoff_max_s": policy.DEFAULT_BACKOFF_MAX_S, **(restart or {})},
+                    "backoff_max_s": DEFAULT_BACKOFF_MAX_S, **(restart or {})},
         "created": time.time(),
         **extra,
     }
@@ -295,7 +302,7 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
         status.earlier_seconds = (previous.earlier_seconds or 0.0) + (
             attempt_seconds(list(previous.attempts or []), previous.ended or previous.updated) or 0.0)
     if queue:
-        from yolotui.runs.queue import describe
+        from yolotui.placement.queue import describe
 
         status.queue = {"spec": dict(queue), "reason": describe(queue), "since": time.time()}
         status.message = f"queued: {describe(queue)}"

@@ -7,7 +7,7 @@ run.yaml (restart policy, environment, backend), run.yaml's command with the rem
 halved batch, a lower learning rate, NCCL variables: only known flags and variables, values checked; never a
 command string from status.json) and the environment changes of its remedies. The
 trainer continues from weights/last.pt; a command with `resume_args` in run.yaml gets them at once. A queued
-run that never started is queued again, waiting for the same conditions (yolotui.runs.queue).
+run that never started is queued again, waiting for the same conditions (yolotui.placement.queue).
 
 `unit_text()` / `install_unit()` write ~/.config/systemd/user/yolotui-resume.service, a oneshot unit that runs
 `yolotui resume --interrupted` when the user's systemd manager starts (at boot with lingering on).
@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.errors import UserError
-from yolotui.runs import index, policy
+from yolotui.runs import index
 from yolotui.runs.layout import INTERRUPTED
-from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config
+from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config, restart_settings, set_flag
 from yolotui.runs.status import effective_state, read_status, slurm_job_of
 
 UNIT_NAME = "yolotui-resume.service"
@@ -60,7 +60,7 @@ def interrupted_runs() -> list[Path]:
     return found
 
 
-# What a remedy may change (yolotui/runs/remedies.py), and the shape of the value.
+# What a remedy may change (yolotui/supervisor/remedies.py), and the shape of the value.
 REMEDY_FLAGS = {"--batch-size": int, "--batch": int, "--accumulate": int, "--lr-scale": float}
 REMEDY_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_DISTRIBUTED_", "YOLOTUI_DDP_")
 
@@ -105,9 +105,9 @@ def relaunch_plan(run_dir: Path) -> dict[str, Any]:
         # remedies' known flags and variables re-applied, each value checked.
         changes = trusted_changes(status.remedies or [])
         for flag, value in changes["args"].items():
-            command = policy.set_flag(command, flag, value)
+            command = set_flag(command, flag, value)
         env.update(changes["env"])
-    max_attempts, backoff_s, _ = policy.restart_settings(config)
+    max_attempts, backoff_s, _ = restart_settings(config)
     restart = {k: v for k, v in (config.get("restart") or {}).items() if k not in ("max_attempts", "backoff_s")}
     extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS and k != "logout"}
     # A queued run that never started waits again (from its first attempt); one that started does not.
@@ -124,7 +124,7 @@ def relaunch_plan(run_dir: Path) -> dict[str, Any]:
 
 def relaunch(run_dir: Path) -> None:
     """Start a new supervisor for an interrupted run (UserError when it cannot be, e.g. it is live again)."""
-    from yolotui.runs.launcher import launch
+    from yolotui.placement.launcher import launch
 
     launch(Path(run_dir), **relaunch_plan(run_dir))
 
@@ -178,7 +178,7 @@ def unit_text(python: str | None = None, package_root: Path | None = None,
     YOLOTUI_HOME is kept when set, so the unit sees the same run index as the user.
     """
     if package_root is None:
-        from yolotui.runs.launcher import package_root as _root
+        from yolotui.placement.launcher import package_root as _root
 
         package_root = _root()
     env = {"PYTHONPATH": str(package_root)}

@@ -31,8 +31,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from yolotui import procs
 from yolotui.errors import UserError
-from yolotui.runs import lock, procs
+from yolotui.runs import lock
 from yolotui.runs.atomic import atomic_write_json
 from yolotui.runs.layout import LIVE_STATES, LOCK_FILE, QUEUED, RUNNING, STOP_REQUEST, STOPPED, STOPPING
 from yolotui.runs.runconfig import handles_save_signal, read_run_config
@@ -302,7 +303,7 @@ def _stop_slurm_job(run_dir: Path, status: RunStatus, force: bool, grace_s: floa
     """Stop a SLURM run: a queued job is cancelled; a running one gets stop.request and `scancel --batch
     --signal=TERM` (its supervisor stops the trainer: checkpoint, then the job ends), or a plain `scancel`
     with `force`. With `wait`, polls the job's state until the run has ended."""
-    from yolotui.runs import slurm
+    from yolotui.placement import slurm
 
     name = _name(run_dir, status)
     job = str(status.slurm["job_id"])
@@ -362,7 +363,7 @@ def save_now(run_dir: Path) -> SaveResult:
         raise UserError(f"run {name} ({config.get('backend', 'exec')}) does not say its command writes a "
                         "checkpoint on SIGUSR1 (it would be killed by it); nothing sent", exit_code=1)
     if status is not None and status.slurm and status.slurm.get("job_id"):
-        from yolotui.runs import slurm
+        from yolotui.placement import slurm
 
         job = str(status.slurm["job_id"])
         atomic_write_json(Path(run_dir) / slurm.SAVE_REQUEST, {"requested": time.time(), "by": "yolotui save"})

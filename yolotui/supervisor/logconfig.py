@@ -52,7 +52,7 @@ def check_level(value: Any, where: str) -> str:
 
 def load(path: Path) -> dict[str, Any]:
     """Read and check a logging YAML; UserError with one line naming the file and the bad key."""
-    from yolotui.runs.usersettings import read_yaml_mapping
+    from yolotui.usersettings import read_yaml_mapping
 
     path = Path(path).expanduser()
     config = read_yaml_mapping(path, "--log-config", MAX_BYTES)

@@ -18,7 +18,7 @@ easy to test and to extend. The classes today:
 - any other nonzero exit                   -> class `crash`, retried while attempts < max_attempts
 
 The trainer's `error` event of the attempt names the class first (oom, comm, nan, data, crash; see
-`classify_events`); yolotui/runs/remedies.py plans each class's remedy, which may change the command: a remedy
+`classify_events`); yolotui/supervisor/remedies.py plans each class's remedy, which may change the command: a remedy
 returns `changes`, and the command for the
 next attempt is `command_for_attempt(run_config, attempt, changes)`, where the accumulated changes may set
 flags (`{"args": {"--batch-size": 8}}`) or environment variables (`{"env": {"NCCL_BLOCKING_WAIT": "1"}}`).
@@ -32,12 +32,17 @@ import shlex
 import signal
 from typing import Any
 
-from yolotui.runs.decision import (  # noqa: F401 (policy.Decision, policy.OOM ... are this module's API too)
+from yolotui.runs.layout import FAILED, FINISHED, STOPPED
+from yolotui.runs.runconfig import (  # noqa: F401 (run.yaml's restart settings, through policy as before)
+    DEFAULT_BACKOFF_MAX_S,
+    DEFAULT_BACKOFF_S,
+    restart_settings,
+    set_flag,
+)
+from yolotui.supervisor.decision import (  # noqa: F401 (policy.Decision, policy.OOM ... are this module's API too)
     COMM,
     CRASH,
     DATA,
-    DEFAULT_BACKOFF_MAX_S,
-    DEFAULT_BACKOFF_S,
     DISK,
     HANG,
     HOST_OOM,
@@ -46,10 +51,8 @@ from yolotui.runs.decision import (  # noqa: F401 (policy.Decision, policy.OOM .
     OOM,
     Decision,
     backoff_delay,
-    restart_settings,
 )
-from yolotui.runs.layout import FAILED, FINISHED, STOPPED
-from yolotui.runs.remedies import plan_remedy
+from yolotui.supervisor.remedies import plan_remedy
 
 # The official trainer's (and YOLOv5's) last line of a completed training; what follows it (strip_optimizer,
 # the final validation, plots) can fail without making the training unfinished.
@@ -84,7 +87,7 @@ def classify_events(events: list[dict[str, Any]]) -> tuple[str | None, str]:
     """The failure class and message named by the attempt's last `error` event, if any.
 
     The trainer writes `error` events with a `kind` (oom, comm, data, nan, io, crash); this returns the last
-    one; yolotui/runs/remedies.py maps the class to its remedy.
+    one; yolotui/supervisor/remedies.py maps the class to its remedy.
     """
     for event in reversed(events):
         if event.get("type") == "error":
@@ -145,7 +148,7 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     disk = _disk_full_decision(event_class, event_message, record, run_config, how)
     if disk is not None:
         return disk
-    from yolotui.runs.failure_text import classify_text
+    from yolotui.supervisor.failure_text import classify_text
 
     log_class = None if event_class else classify_text(record.get("log_tail"))
     failure_class = event_class or log_class or CRASH
@@ -159,7 +162,7 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
 def _disk_full_decision(event_class: str | None, event_message: str, record: dict[str, Any],
                         run_config: dict[str, Any], how: str) -> Decision | None:
     """Class `disk` (no retry) when the attempt failed for lack of disk space (issue 14, item 12)."""
-    from yolotui.runs import diskspace
+    from yolotui.placement import diskspace
 
     if event_class not in (None, DISK, "io", CRASH):
         return None
@@ -187,7 +190,7 @@ def completed_training(events: list[dict[str, Any]], log_tail: str | None) -> st
 
 def _matching_line(text: str, failure_class: str) -> str:
     """The last log line that shows `failure_class` (trimmed), for the message."""
-    from yolotui.runs.failure_text import classify_text
+    from yolotui.supervisor.failure_text import classify_text
 
     for line in reversed(text.splitlines()):
         if classify_text(line) == failure_class:
@@ -207,29 +210,6 @@ def merge_changes(so_far: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]
     return merged
 
 
-def set_flag(argv: list[str], flag: str, value: Any) -> list[str]:
-    """`argv` with `flag` set to `value`: replaces `--flag v` or `--flag=v`, else appends `--flag value`.
-
-    A value of None removes the flag (and its value); True appends a bare flag.
-    """
-    out: list[str] = []
-    i = 0
-    found = False
-    while i < len(argv):
-        token = argv[i]
-        if token == flag or token.startswith(flag + "="):
-            found = True
-            takes_value = token == flag and i + 1 < len(argv) and not argv[i + 1].startswith("--")
-            i += 2 if takes_value else 1
-            if value is None:
-                continue
-            out.extend([flag] if value is True else [flag, str(value)])
-            continue
-        out.append(token)
-        i += 1
-    if not found and value is not None:
-        out.extend([flag] if value is True else [flag, str(value)])
-    return out
 
 
 def resume_usable(run_config: dict[str, Any]) -> bool:
@@ -237,7 +217,7 @@ def resume_usable(run_config: dict[str, Any]) -> bool:
     check of its `resume_if_usable` checkpoint) says so; True when the run names no check.
 
     The official backend resumes with `--resume RUN/weights/last.pt` only when that checkpoint is resumable;
-    with a missing or damaged last.pt its original command starts the run over (yolotui/backends/official.py).
+    with a missing or damaged last.pt its original command starts the run over (yolotui/backends/official/backend.py).
     The check is named in run.yaml, not imported here: the job layer (runs) knows nothing of backends or health.
     """
     target = run_config.get("resume_check")

@@ -32,10 +32,11 @@ from pathlib import Path
 from typing import Any
 
 from yolotui import formatting
-from yolotui.runs import decision
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import EventWriter
 from yolotui.runs.layout import EVENTS_JSONL, FAILED, LAST_PT, OPT_YAML, manifest_path, weights_dir
+from yolotui.runs.runconfig import restart_settings
+from yolotui.supervisor import decision
 
 NOMINAL_BATCH = 64  # the official trainer's nominal batch: accumulation = round(64 / batch) by default
 DEFAULT_MIN_BATCH = 1
@@ -142,7 +143,7 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
                 changes_so_far: dict[str, Any] | None = None) -> decision.Decision:
     """The decision for a failed attempt of class oom, comm, nan, data or crash (see the module table)."""
     attempt = int(record.get("attempt") or 1)
-    max_attempts, backoff, backoff_max = decision.restart_settings(run_config)
+    max_attempts, backoff, backoff_max = restart_settings(run_config)
     restart = run_config.get("restart") or {}
     so_far = changes_so_far or {}
     engine = run_config.get("backend") in BACKENDS_WITH_ENGINE_FLAGS
@@ -314,7 +315,7 @@ def apply_file_changes(run_dir: Path, changes: dict[str, Any]) -> dict[str, Any]
     updates = changes.get("opt_yaml") or {}
     if not updates:
         return {}
-    from yolotui.runs.opt_edit import edit_opt_yaml
+    from yolotui.backends.official.opt_edit import edit_opt_yaml
 
     return edit_opt_yaml(Path(run_dir) / OPT_YAML, dict(updates))
 

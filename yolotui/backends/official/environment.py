@@ -8,7 +8,7 @@ versions of Python, torch, numpy and Pillow. `official_env_issues` turns them in
 - Pillow >= 10: `FreeTypeFont.getsize` is gone; the official plotting calls it (labels, mosaics);
 - torch >= 2.6: `torch.load` defaults to weights_only=True, which breaks the official resume, strip_optimizer,
   val and `--weights yolov9-c.pt`; yolotui's shim allow-lists the official classes for the trainer's process
-  (yolotui/backends/official_shim.py), so this one is a note, not a warning, for runs yolotui launches.
+  (yolotui/backends/official/shim.py), so this one is a note, not a warning, for runs yolotui launches.
 """
 
 from __future__ import annotations

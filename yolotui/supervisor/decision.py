@@ -1,6 +1,6 @@
 """What the restart policy decides after an attempt (Decision), the failure classes, and the backoff rule.
 
-Shared by yolotui.runs.policy (which classifies and decides) and yolotui.runs.remedies (which plans the
+Shared by yolotui.supervisor.policy (which classifies and decides) and yolotui.supervisor.remedies (which plans the
 remedy for a failure class); neither imports the other's caller, so there is no import circle.
 """
 
@@ -18,12 +18,10 @@ NAN = "nan"
 DATA = "data"
 KILLED = "killed"
 CRASH = "crash"
-HANG = "hang"  # no progress: the stall watchdog stopped the trainer (yolotui/runs/watchdog.py)
-HOST_OOM = "host-oom"  # SIGKILL from the kernel's OOM killer (yolotui/runs/hostoom.py)
+HANG = "hang"  # no progress: the stall watchdog stopped the trainer (yolotui/supervisor/watchdog.py)
+HOST_OOM = "host-oom"  # SIGKILL from the kernel's OOM killer (yolotui/supervisor/hostoom.py)
 DISK = "disk"  # out of disk space or quota: never retried (issue 14, item 12)
 
-DEFAULT_BACKOFF_S = 2.0
-DEFAULT_BACKOFF_MAX_S = 60.0
 
 @dataclass
 class Decision:
@@ -44,13 +42,6 @@ class Decision:
     counted: bool = True  # False: a retry on its class's own budget (comm), not counted against max_attempts
 
 
-def restart_settings(run_config: dict[str, Any]) -> tuple[int, float, float]:
-    """(max_attempts, backoff_s, backoff_max_s) from run.yaml's `restart` mapping, with defaults."""
-    restart = run_config.get("restart") or {}
-    max_attempts = max(1, int(restart.get("max_attempts", 1)))
-    backoff = max(0.0, float(restart.get("backoff_s", DEFAULT_BACKOFF_S)))
-    backoff_max = max(backoff, float(restart.get("backoff_max_s", DEFAULT_BACKOFF_MAX_S)))
-    return max_attempts, backoff, backoff_max
 
 
 def backoff_delay(attempt: int, base_s: float, max_s: float) -> float:

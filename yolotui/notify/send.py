@@ -1,4 +1,4 @@
-"""Sends one notification to every target: `python -m yolotui.runs.notify_send` with JSON on stdin.
+"""Sends one notification to every target: `python -m yolotui.notify.send` with JSON on stdin.
 
 stdin: {"event": {...}, "targets": {"urls": [...], "command": "...", "timeout_s": 30}}. Each apprise URL gets
 the event's title and body (apprise's own timeouts bound each post); the command runs through the shell with
