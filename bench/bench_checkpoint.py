@@ -42,7 +42,7 @@ def make_run(folder: Path, data: Path, cfg: str, img: int, batch: int, epochs: i
 
 def checkpoint_fraction(run_dir: Path) -> tuple[float, float, int]:
     """(epoch seconds, checkpoint seconds, checkpoint bytes) for one training epoch and one last.pt write."""
-    from yolotui.engine.trainer import Trainer
+    from yolotui.engine.train.trainer import Trainer
 
     trainer = Trainer(run_dir)
     trainer.setup()

@@ -46,7 +46,7 @@ SIDES = ("yolotui", "ultralytics")
 def train_yolotui(folder: Path, data_yaml: Path, args: argparse.Namespace) -> dict:
     """Train `args.cfg` with yolotui's trainer on `data_yaml`; per-epoch metrics, the recipe and the wall time."""
     from yolotui.config import default_options, load_hyp, validate_options
-    from yolotui.engine.trainer import Trainer
+    from yolotui.engine.train.trainer import Trainer
     from yolotui.jobs.launch import write_run_files
     from yolotui.jobs.new_run import with_recipe
     from yolotui.runs.results import read_rows

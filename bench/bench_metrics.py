@@ -21,8 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from yolotui.engine.coco_json import CocoJsonCollector  # noqa: E402
-from yolotui.engine.metrics import DetectionMetrics  # noqa: E402
+from yolotui.engine.evaluate.coco_json import CocoJsonCollector  # noqa: E402
+from yolotui.engine.evaluate.metrics import DetectionMetrics  # noqa: E402
 
 
 def synthetic(images: int, dets: int, classes: int, seed: int = 0):

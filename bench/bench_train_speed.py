@@ -50,7 +50,7 @@ def yolotui_rate(data_yaml: Path, cfg: str, folder: Path, skip: int, batches: in
     `precision` is its --precision (auto: bf16 autocast on CPUs with native bf16)."""
     from yolotui.config import default_options, load_hyp, validate_options
     from yolotui.configs import resolve_hyp
-    from yolotui.engine.trainer import Trainer
+    from yolotui.engine.train.trainer import Trainer
     from yolotui.jobs.launch import write_run_files
 
     opt, _ = validate_options(default_options(cfg=cfg, data=str(data_yaml), imgsz=IMG, batch_size=BATCH, epochs=1,

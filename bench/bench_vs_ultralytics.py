@@ -7,7 +7,7 @@ round's ratio is printed (run it on a quiet machine: other load skews whichever 
 - whole loop: each real trainer (data loading and augmentation, forward, loss and assignment, backward,
   optimizer, EMA), timed between the end of batch `--skip` and the last of `--batches` (bench_train_speed.py);
 - model step: forward + loss + backward + SGD step on one fixed batch, each model prepared as its trainer
-  prepares it (yolotui: yolotui.engine.memory_format);
+  prepares it (yolotui: yolotui.engine.train.memory_format);
 - validation: each validator over the generated val split with the same model weights state (fresh
   random init, so NMS sees many boxes on both sides), conf 0.001, IoU 0.7, multi-label.
 
@@ -81,11 +81,11 @@ def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int, precision: str
 
     from yolotui.config import load_hyp
     from yolotui.configs import resolve_hyp
-    from yolotui.engine.loss import loss_for_model
-    from yolotui.engine.memory_format import prepare_for_training, training_memory_format
+    from yolotui.engine.loss.yolo_loss import loss_for_model
     from yolotui.engine.model import build_model
-    from yolotui.engine.optim import build_optimizer
-    from yolotui.engine.precision import autocast_dtype, to_float32
+    from yolotui.engine.train.memory_format import prepare_for_training, training_memory_format
+    from yolotui.engine.train.optim import build_optimizer
+    from yolotui.engine.train.precision import autocast_dtype, to_float32
 
     torch.manual_seed(0)
     device = torch.device("cpu")
@@ -140,8 +140,8 @@ def yolotui_val_rate(cfg: str, data_yaml: Path, imgsz: int, batch: int) -> float
 
     from yolotui.engine.data import YoloDataset, build_loader
     from yolotui.engine.data.pipeline import load_data
+    from yolotui.engine.evaluate.validate import validate
     from yolotui.engine.model import build_model
-    from yolotui.engine.validate import validate
 
     torch.manual_seed(0)
     data = load_data({"data": str(data_yaml)})
@@ -250,7 +250,7 @@ def main() -> int:
                 torch.set_num_threads(args.threads)
                 record("val", cfg, yolotui_val_rate(cfg, data_yaml, args.imgsz, args.batch))
 
-    from yolotui.engine.precision import autocast_dtype, describe
+    from yolotui.engine.train.precision import autocast_dtype, describe
 
     precision_word = describe(autocast_dtype(torch.device("cpu"), args.precision))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

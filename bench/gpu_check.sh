@@ -25,8 +25,8 @@ import os, sys, time
 import torch
 from yolotui.config import load_hyp
 from yolotui.configs import resolve_hyp
-from yolotui.engine.loss import loss_for_model
-from yolotui.engine.memory_format import prepare_for_training, training_memory_format
+from yolotui.engine.loss.yolo_loss import loss_for_model
+from yolotui.engine.train.memory_format import prepare_for_training, training_memory_format
 from yolotui.engine.model import build_model
 
 assert torch.cuda.is_available(), "torch sees no CUDA device"

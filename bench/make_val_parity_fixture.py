@@ -106,7 +106,7 @@ def overfit(out: Path, steps: int, imgsz: int = 96) -> Path:
     from yolotui.configs import resolve_hyp
     from yolotui.datasets import check_labels, list_images
     from yolotui.engine.data import YoloDataset, build_loader
-    from yolotui.engine.loss import loss_for_model
+    from yolotui.engine.loss.yolo_loss import loss_for_model
     from yolotui.engine.model import build_model
 
     names = ["circle", "square", "triangle", "diamond", "cross"]
@@ -141,7 +141,7 @@ def save_weights(weights: Path, out: Path) -> dict:
     """A slim fp16 yolotui checkpoint (model_yaml, nc, names, EMA state dict as `model`)."""
     import torch
 
-    from yolotui.engine.weights import read_checkpoint
+    from yolotui.engine.tools.weights import read_checkpoint
 
     ckpt = read_checkpoint(weights)
     state = ckpt.get("ema") or ckpt["model"]

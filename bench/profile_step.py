@@ -34,9 +34,9 @@ def main() -> int:
 
     from yolotui.config import load_hyp
     from yolotui.configs import resolve_hyp
-    from yolotui.engine.loss import loss_for_model
-    from yolotui.engine.memory_format import prepare_for_training, training_memory_format
+    from yolotui.engine.loss.yolo_loss import loss_for_model
     from yolotui.engine.model import build_model
+    from yolotui.engine.train.memory_format import prepare_for_training, training_memory_format
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -1,4 +1,4 @@
-"""BatchNorm recalibration (yolotui/engine/bn_calibration.py): stale running statistics are replaced by exact ones."""
+"""BatchNorm recalibration (yolotui/engine/train/bn_calibration.py): stale running statistics are replaced by exact ones."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from yolotui.engine.bn_calibration import batch_norm_layers, recalibrate_bn
+from yolotui.engine.train.bn_calibration import batch_norm_layers, recalibrate_bn
 
 
 def _net() -> nn.Module:
@@ -93,9 +93,9 @@ def test_failed_pass_restores_the_old_statistics():
 
 def test_trainer_recalibrates_the_ema_model_before_each_validation(tmp_path, monkeypatch):
     from tests.trainkit import make_run
-    from yolotui.engine import bn_calibration
-    from yolotui.engine import validate as validation
-    from yolotui.engine.trainer import Trainer
+    from yolotui.engine.evaluate import validate as validation
+    from yolotui.engine.train import bn_calibration
+    from yolotui.engine.train.trainer import Trainer
 
     calls: list[tuple[int, int]] = []
     real_recalibrate, real_validation = bn_calibration.recalibrate_bn, validation.validation_metrics

@@ -10,7 +10,7 @@ import pytest
 import torch
 from trainkit import load, make_data, make_run, run_trainer
 
-from yolotui.engine.checkpoint import (
+from yolotui.engine.train.checkpoint import (
     manifest_matches,
     rng_state,
     save_checkpoint,

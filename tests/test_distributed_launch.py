@@ -16,7 +16,7 @@ from trainkit import TEST_HYP_OVERRIDES, make_data, make_run, write_tiny_cfg
 from yolotui.backends.engine.backend import engine_command
 from yolotui.cli import main
 from yolotui.config import default_options, opt_yaml_dict, validate_options
-from yolotui.engine.ddp import DistInfo, convert_sync_bn, rank_device
+from yolotui.engine.train.ddp import DistInfo, convert_sync_bn, rank_device
 from yolotui.errors import UserError
 from yolotui.placement.distributed import DistributedLaunch, plan_launch, saved_layout, sync_bn_warning
 from yolotui.runs import lock

@@ -1,4 +1,4 @@
-"""The EMA update (yolotui/engine/ema.py): the official formula, with fused foreach calls and cached locations."""
+"""The EMA update (yolotui/engine/train/ema.py): the official formula, with fused foreach calls and cached locations."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from yolotui.engine.ema import ModelEMA
+from yolotui.engine.train.ema import ModelEMA
 
 
 def _model() -> nn.Module:

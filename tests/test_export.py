@@ -18,7 +18,7 @@ from yolotui.cli import main
 from yolotui.engine.model import build_model, narrow_config
 from yolotui.engine.model.builder import load_model_yaml
 from yolotui.engine.model.heads import DDetect, DualDDetect
-from yolotui.engine.weights import load_model_for_eval
+from yolotui.engine.tools.weights import load_model_for_eval
 
 IMG = 64
 

@@ -1,4 +1,5 @@
-"""yolotui's import graph has no circles, and the TUI and the jobs layer never import the CLI adapters.
+"""yolotui's import graph: no circles, no import that climbs a floor (FLOORS), no crowded package, and the TUI and
+the jobs layer never import the CLI adapters or torch.
 
 The graph is read from the source (ast), so it covers imports inside functions too: a circle hidden in a
 function body is still a circle for the next maintainer. Two graphs are checked: modules, and the top-level
@@ -123,7 +124,9 @@ def test_jobs_and_backends_never_import_torch():
     import subprocess
     import sys
 
-    modules = sorted(m for m in _modules() if m.startswith(("yolotui.jobs", "yolotui.backends")))
+    light = ("yolotui.jobs", "yolotui.backends", "yolotui.runs", "yolotui.supervisor", "yolotui.placement",
+             "yolotui.notify", "yolotui.health", "yolotui.telemetry")
+    modules = sorted(m for m in _modules() if m.startswith(light) and not m.endswith(".weights"))
     code = ("import importlib, sys\n"
             f"for name in {modules!r}: importlib.import_module(name)\n"
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'yolotui.engine', "
@@ -132,3 +135,55 @@ def test_jobs_and_backends_never_import_torch():
                           cwd=ROOT.parent)
     assert done.returncode == 0, done.stderr
     assert len(modules) >= 10 and done.stdout.strip() == "[]"
+
+
+# The floors of the house, lowest first: a package may import its own floor and those below, never above.
+FLOORS = [
+    {"yolotui", "yolotui.errors", "yolotui.formatting", "yolotui.procs", "yolotui.logtext", "yolotui.devices",
+     "yolotui.safe_yaml", "yolotui.telemetry"},
+    {"yolotui.runs"},                                      # the run-folder contract: the only hallway
+    {"yolotui.usersettings", "yolotui.config", "yolotui.configs", "yolotui.datasets"},
+    {"yolotui.notify", "yolotui.placement"},              # where a supervisor starts; notifications
+    {"yolotui.health"},                                   # diagnosis without torch
+    {"yolotui.backends"},                                 # one package per kind of trainer
+    {"yolotui.supervisor"},                               # asks the run's backend for its remedies
+    {"yolotui.jobs", "yolotui.engine"},
+    {"yolotui.tui"},
+    {"yolotui.commands", "yolotui.cli", "yolotui.__main__"},
+]
+
+
+def _floor(module: str) -> int:
+    package = _package(module)
+    for number, members in enumerate(FLOORS):
+        if package in members or module in members:
+            return number
+    raise AssertionError(f"{module}: on no floor of FLOORS; add its package there")
+
+
+def test_imports_never_climb_a_floor():
+    climbs = sorted(f"{module} -> {target}" for module, targets in _graph().items() for target in targets
+                    if _floor(target) > _floor(module))
+    assert climbs == []
+
+
+def test_no_package_holds_more_than_sixteen_modules():
+    """commands/ (one module per subcommand) is the one exception."""
+    crowded = {}
+    for folder in [ROOT, *(p for p in ROOT.rglob("*") if p.is_dir() and (p / "__init__.py").exists())]:
+        if folder.name in ("commands", "__pycache__"):
+            continue
+        count = len([p for p in folder.glob("*.py") if p.name != "__init__.py"])
+        if folder != ROOT and count > 16:
+            crowded[str(folder.relative_to(ROOT))] = count
+    assert crowded == {}
+
+
+def test_a_backends_torch_side_is_imported_by_the_engine_and_commands_only():
+    """backends/*/weights.py read checkpoints with torch; the job layer and the TUI never reach them."""
+    torch_side = {m for m in _modules() if m.startswith("yolotui.backends.") and m.endswith(".weights")}
+    assert "yolotui.backends.official.weights" in torch_side
+    offenders = sorted(f"{module} -> {target}" for module, targets in _graph().items() for target in targets
+                       if target in torch_side and not module.startswith(("yolotui.engine", "yolotui.commands"))
+                       and module not in torch_side)
+    assert offenders == []

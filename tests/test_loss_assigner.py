@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from yolotui.engine.assigner import TaskAlignedAssigner, anchors_inside_boxes
+from yolotui.engine.loss.assigner import TaskAlignedAssigner, anchors_inside_boxes
 
 torch.set_num_threads(1)
 

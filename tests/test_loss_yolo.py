@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from yolotui.engine.loss import YoloLoss
+from yolotui.engine.loss.yolo_loss import YoloLoss
 
 torch.set_num_threads(1)
 

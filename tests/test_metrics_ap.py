@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from yolotui.engine.coco_json import CocoJsonCollector
-from yolotui.engine.metrics import (
+from yolotui.engine.evaluate.coco_json import CocoJsonCollector
+from yolotui.engine.evaluate.metrics import (
     IOU_THRESHOLDS,
     DetectionMetrics,
     coco_average_precision,

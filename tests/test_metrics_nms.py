@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from yolotui.engine.postprocess import clip_boxes, letterbox_ratio_pad, non_max_suppression, scale_boxes
+from yolotui.engine.evaluate.postprocess import (
+    clip_boxes,
+    letterbox_ratio_pad,
+    non_max_suppression,
+    scale_boxes,
+)
 
 torch.set_num_threads(1)
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from yolotui.config import default_options, validate_options
-from yolotui.engine import precision
+from yolotui.engine.train import precision
 from yolotui.errors import UserError
 
 
@@ -42,7 +42,7 @@ def test_unknown_precision_is_refused_naming_the_flag(tmp_path):
 @pytest.mark.parametrize("choice", ["auto", "fp32"])
 def test_a_cpu_training_step_under_each_precision_keeps_float32_weights_and_loss(tmp_path, choice, monkeypatch):
     from tests.trainkit import make_run
-    from yolotui.engine.trainer import Trainer
+    from yolotui.engine.train.trainer import Trainer
 
     monkeypatch.setattr(precision, "cpu_has_native_bf16", lambda: True)  # bf16 autocast also runs where emulated
     run_dir = make_run(tmp_path, precision=choice)

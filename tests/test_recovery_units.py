@@ -32,7 +32,7 @@ def start(batch=8, accumulate=8, lr_scale=1.0):
 # ----------------------------------------------------------------------------------------- fault injection
 
 def test_fault_spec_parsing_and_once_versus_always():
-    from yolotui.engine.faults import Fault, FaultInjector, parse_faults
+    from yolotui.engine.train.faults import Fault, FaultInjector, parse_faults
 
     assert parse_faults("oom@step=5") == [Fault("oom", 5, False)]
     assert parse_faults("crash@step=2:always, nan@step=4") == [Fault("crash", 2, True), Fault("nan", 4, False)]
@@ -46,8 +46,8 @@ def test_fault_spec_parsing_and_once_versus_always():
 def test_injected_faults_raise_what_real_failures_raise():
     import torch
 
-    from yolotui.engine.failures import classify_exception
-    from yolotui.engine.faults import FaultInjector, parse_faults
+    from yolotui.engine.train.failures import classify_exception
+    from yolotui.engine.train.faults import FaultInjector, parse_faults
 
     expected = {"oom": torch.OutOfMemoryError, "comm": ConnectionResetError, "crash": RuntimeError, "data": UserError}
     for kind, exc_type in expected.items():
@@ -64,7 +64,7 @@ def test_injected_faults_raise_what_real_failures_raise():
 def test_exception_classes_include_wrapped_and_library_errors():
     import torch
 
-    from yolotui.engine.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
+    from yolotui.engine.train.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
 
     loader_oom = RuntimeError("Caught OutOfMemoryError in DataLoader worker process 0.\nOriginal Traceback ...\n"
                               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB")

@@ -20,7 +20,7 @@ from trainkit import (
     start_trainer,
 )
 
-from yolotui.engine.checkpoint import manifest_matches
+from yolotui.engine.train.checkpoint import manifest_matches
 from yolotui.runs.events import read_events
 from yolotui.runs.results import read_rows
 

@@ -7,7 +7,7 @@ import torch
 import yaml
 from trainkit import load, make_data, make_run
 
-from yolotui.engine.trainer import EngineOverrides, Trainer
+from yolotui.engine.train.trainer import EngineOverrides, Trainer
 from yolotui.runs.events import read_events
 from yolotui.runs.results import read_rows
 

@@ -289,7 +289,7 @@ def test_item11_resume_interrupted_rebuilds_the_command_from_run_yaml(tmp_path):
 def test_item15_a_cpu_allocation_failure_is_not_oom():
     import torch
 
-    from yolotui.engine.failures import classify_exception
+    from yolotui.engine.train.failures import classify_exception
     from yolotui.supervisor.failure_text import classify_text
 
     try:

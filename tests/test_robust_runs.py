@@ -356,6 +356,6 @@ def test_item12_disk_full_is_class_disk_not_retried_and_names_folder_and_free_sp
 def test_item12_trainer_classifies_enospc_as_disk():
     import errno
 
-    from yolotui.engine.failures import classify_exception
+    from yolotui.engine.train.failures import classify_exception
 
     assert classify_exception(OSError(errno.ENOSPC, "No space left on device")) == "disk"

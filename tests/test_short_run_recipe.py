@@ -7,7 +7,7 @@ import pytest
 from tests.trainkit import make_run
 from yolotui.config import load_hyp
 from yolotui.configs import resolve_hyp
-from yolotui.engine.schedule import make_plan
+from yolotui.engine.train.schedule import make_plan
 
 HYP = {"lrf": 0.01, "warmup_epochs": 1.0, "warmup_bias_lr": 0.1, "warmup_momentum": 0.8, "momentum": 0.937}
 
@@ -22,7 +22,7 @@ def test_warmup_floor_is_official_unless_the_hyp_lowers_it():
 @pytest.mark.parametrize(("nbs", "accumulate", "decay"), [(None, 16, 0.0005), (4, 1, 0.0005), (8, 2, 0.0005),
                                                           (2, 1, 0.001)])
 def test_nominal_batch_from_hyp_sets_accumulation_and_decay(tmp_path, nbs, accumulate, decay):
-    from yolotui.engine.trainer import Trainer
+    from yolotui.engine.train.trainer import Trainer
 
     run_dir = make_run(tmp_path, hyp={} if nbs is None else {"nbs": nbs}, batch_size=4)
     trainer = Trainer(run_dir)

@@ -11,7 +11,7 @@ import pytest
 from trainkit import load, make_data, make_run, trainer_env, wait_for_event
 
 from yolotui.backends.engine.backend import engine_command
-from yolotui.engine.checkpoint import manifest_matches
+from yolotui.engine.train.checkpoint import manifest_matches
 from yolotui.runs.events import read_events
 from yolotui.runs.results import read_rows
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from trainkit import TINY_CFG, load, make_data, make_run
 
-from yolotui.engine.checkpoint import manifest_matches
+from yolotui.engine.train.checkpoint import manifest_matches
 from yolotui.runs.events import read_events
 from yolotui.runs.results import HEADER, read_rows
 
@@ -25,9 +25,9 @@ def test_a_few_steps_reduce_the_loss_by_30_percent(tmp_path):
     from yolotui.engine.data.dataset import YoloDataset
     from yolotui.engine.data.loader import collate_batch
     from yolotui.engine.data.pipeline import load_data
-    from yolotui.engine.loss import loss_for_model
+    from yolotui.engine.loss.yolo_loss import loss_for_model
     from yolotui.engine.model import build_model
-    from yolotui.engine.optim import build_optimizer
+    from yolotui.engine.train.optim import build_optimizer
 
     torch.manual_seed(0)
     data = load_data({"data": str(make_data(tmp_path, n_train=4, n_val=2, img=128)), "min_items": 0})
@@ -52,7 +52,7 @@ def test_a_few_steps_reduce_the_loss_by_30_percent(tmp_path):
 
 def test_optimizer_groups_and_nominal_batch():
     from yolotui.engine.model import build_model
-    from yolotui.engine.optim import (
+    from yolotui.engine.train.optim import (
         accumulation_steps,
         build_optimizer,
         parameter_groups,
@@ -71,7 +71,7 @@ def test_optimizer_groups_and_nominal_batch():
 
 
 def test_schedules_and_warmup():
-    from yolotui.engine.schedule import LrPlan
+    from yolotui.engine.train.schedule import LrPlan
 
     plan = LrPlan("linear", 0.01, 10, 100, 0.1, 0.8, 0.937)
     assert plan.factor(0) == 1.0 and plan.factor(10) == pytest.approx(0.01)
@@ -97,7 +97,7 @@ def test_schedules_and_warmup():
 def test_lr_after_warmup_lags_one_epoch_as_officially():
     """The official trainer steps its LambdaLR after `last_epoch` was set back by one: epoch e trains at epoch
     e-1's factor, except epoch 0 and the epoch in which warmup ends (recorded from its results.csv, lr columns)."""
-    from yolotui.engine.schedule import LrPlan
+    from yolotui.engine.train.schedule import LrPlan
 
     class FakeOptimizer:
         param_groups = [{"lr": 0, "momentum": 0}, {"lr": 0, "momentum": 0}]
@@ -117,7 +117,7 @@ def test_lr_after_warmup_lags_one_epoch_as_officially():
 
 
 def test_trainer_writes_results_events_and_checkpoints(tmp_path):
-    from yolotui.engine.trainer import Trainer
+    from yolotui.engine.train.trainer import Trainer
 
     run_dir = make_run(tmp_path, epochs=2, save_period=1)
     trainer = Trainer(run_dir)

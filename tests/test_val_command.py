@@ -10,8 +10,8 @@ import torch
 
 from yolotui.cli import main
 from yolotui.commands.val import format_table
-from yolotui.engine.validate import ValResult
-from yolotui.engine.weights import read_checkpoint
+from yolotui.engine.evaluate.validate import ValResult
+from yolotui.engine.tools.weights import read_checkpoint
 from yolotui.errors import UserError
 
 

@@ -17,8 +17,12 @@ import torch
 
 from yolotui.cli import main
 from yolotui.engine.data.dataset import YoloDataset, rect_batches
-from yolotui.engine.metrics_official import OfficialDetectionMetrics, area_under_envelope, match_official
-from yolotui.engine.postprocess import non_max_suppression
+from yolotui.engine.evaluate.metrics_official import (
+    OfficialDetectionMetrics,
+    area_under_envelope,
+    match_official,
+)
+from yolotui.engine.evaluate.postprocess import non_max_suppression
 
 FIXTURE = Path(__file__).parent / "fixtures" / "val_parity"
 

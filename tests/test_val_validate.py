@@ -11,8 +11,8 @@ import pytest
 import torch
 from torch import nn
 
-from yolotui.engine.loss import YoloLoss
-from yolotui.engine.validate import ValResult, validate
+from yolotui.engine.evaluate.validate import ValResult, validate
+from yolotui.engine.loss.yolo_loss import YoloLoss
 
 torch.set_num_threads(1)
 

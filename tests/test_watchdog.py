@@ -129,7 +129,7 @@ def test_comm_retries_have_their_own_budget_and_set_distributed_debug():
 ])
 def test_cudnn_memory_failures_are_oom(text):
     assert classify_text(text) == "oom"
-    from yolotui.engine.failures import classify_exception
+    from yolotui.engine.train.failures import classify_exception
 
     assert classify_exception(RuntimeError(text)) == "oom"
 

@@ -70,7 +70,7 @@ FIXED_OFFICIAL_KEYS: dict[str, Any] = {
 }
 
 OPTIMIZERS = ("SGD", "Adam", "AdamW")
-PRECISIONS = ("auto", "fp32")  # the training forward pass: see yolotui.engine.precision
+PRECISIONS = ("auto", "fp32")  # the training forward pass: see yolotui.engine.train.precision
 
 # Hyperparameters the engine reads; a hyp file missing one of them is rejected.
 REQUIRED_HYP_KEYS = (

@@ -27,8 +27,10 @@ REMEDY_LR_SCALE = "lr_scale"        # nan: --lr-scale halved on the resumed atte
 REMEDY_ALLOC_CONF = "alloc_conf"    # oom: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 REMEDY_NCCL_ENV = "nccl_env"        # comm: NCCL async error handling / blocking wait / collective timeout
 REMEDY_RETRY = "retry"              # crash/comm: rerun the command (its resume_args on retries) after backoff
+REMEDY_WORKERS = "workers"          # host-oom: --workers halved, --cache ram dropped (a trainer that always has them)
+REMEDY_OPT_YAML = "opt_yaml"        # oom: the halved batch written to opt.yaml too (its --resume reads options there)
 ALL_REMEDIES = frozenset({REMEDY_HALVE_BATCH, REMEDY_ACCUMULATE, REMEDY_LR_SCALE, REMEDY_ALLOC_CONF,
-                          REMEDY_NCCL_ENV, REMEDY_RETRY})
+                          REMEDY_NCCL_ENV, REMEDY_RETRY, REMEDY_WORKERS})
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class Backend(ABC):
     """One kind of trainer. Subclasses set `name` and `capabilities` and implement the four methods."""
 
     name: str = ""                      # run.yaml's `backend` value
+    title: str = ""                     # how a message names its trainer ("the official trainer")
     capabilities: Capabilities = Capabilities()
 
     @abstractmethod

@@ -1,6 +1,6 @@
 """`yolotui export`: write the deployable (converted) model and, with --format onnx, an ONNX file.
 
-A thin adapter over yolotui.engine.export: parses flags, prints the engine's lines (or one JSON object),
+A thin adapter over yolotui.engine.tools.export: parses flags, prints the engine's lines (or one JSON object),
 and exits 1 when a self-check failed (the files are still written, for inspection).
 """
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
                         "runs/train/exp/weights/best.pt")
     if args.batch_size < 1:
         raise UserError(f"--batch-size {args.batch_size}: must be at least 1")
-    from yolotui.engine.export import ExportOptions, export
+    from yolotui.engine.tools.export import ExportOptions, export
 
     options = ExportOptions(weights=weights, fmt=args.fmt, imgsz=args.imgsz, half=args.half, opset=args.opset,
                             dynamic=args.dynamic, device=args.device,

@@ -1,7 +1,7 @@
 """`yolotui notify test [RUN] [--notify URL ...] [--json]`: send a test message to every notification target.
 
 The targets are settings.yaml's `notify` (urls, command), plus RUN's own (run.yaml) when a run is named, plus
-any --notify URL given here (yolotui.jobs.notify_test). Sent in this process, so the answer says which
+any --notify URL given here (yolotui.notify.trial). Sent in this process, so the answer says which
 target failed and why; exit code 1 when one did.
 """
 
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     """Send the test message; one line per failed target."""
     import json
 
-    from yolotui.jobs.notify_test import notify_test
+    from yolotui.notify.trial import notify_test
 
     result = notify_test(args.run, args.notify)
     if args.json:

@@ -165,8 +165,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from yolotui.engine.data import YoloDataset, build_loader
-    from yolotui.engine.validate import validate
-    from yolotui.engine.weights import load_model_for_eval
+    from yolotui.engine.evaluate.validate import validate
+    from yolotui.engine.tools.weights import load_model_for_eval
 
     device = select_device(args.device)
     model, info = load_model_for_eval(weights, device, fuse=True)  # fused, as the official val.py

@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line and run the trainer; returns the exit code."""
     args = build_parser().parse_args(argv)
-    from yolotui.engine.trainer import EngineOverrides, run_trainer
+    from yolotui.engine.train.trainer import EngineOverrides, run_trainer
 
     overrides = EngineOverrides(epochs=args.epochs, batch_size=args.batch_size, device=args.device,
                                 workers=args.workers, lr_scale=args.lr_scale, accumulate=args.accumulate,

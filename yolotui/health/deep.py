@@ -9,11 +9,11 @@ from typing import Any
 
 from yolotui.health.subprocess_json import child_env, last_json_object
 
-DEEP_MODULE = "yolotui.engine.deepcheck"
+DEEP_MODULE = "yolotui.engine.tools.deepcheck"
 
 
 def run_deep_check(path: Path, timeout: float = 600) -> dict[str, Any]:
-    """Run `python -m yolotui.engine.deepcheck PATH`; its JSON answer, or {'ok': False, 'error': ...}."""
+    """Run `python -m yolotui.engine.tools.deepcheck PATH`; its JSON answer, or {'ok': False, 'error': ...}."""
     env = child_env()
     try:
         proc = subprocess.run([sys.executable, "-m", DEEP_MODULE, str(Path(path).resolve())], capture_output=True,

@@ -1,6 +1,6 @@
 """The torch environment (probed once in a subprocess, cached) against the one a run recorded.
 
-The probe (`python -m yolotui.engine.probe`) takes seconds because it imports torch, so its answer
+The probe (`python -m yolotui.engine.tools.probe`) takes seconds because it imports torch, so its answer
 is cached in yolotui's home folder (`env_probe.json`) and reused while the same Python, torch and
 torchvision installation is in place and the answer is younger than `CACHE_TTL_S` (GPU availability
 can change with the driver). The TUI process never imports torch itself.
@@ -23,7 +23,7 @@ from yolotui.runs.atomic import atomic_write_json, read_json
 CACHE_FILE = "env_probe.json"
 CACHE_TTL_S = 6 * 3600
 PROBE_TIMEOUT_S = 180
-PROBE_MODULE = "yolotui.engine.probe"
+PROBE_MODULE = "yolotui.engine.tools.probe"
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Keeping a checkpoint and its manifest in step across a kill between their two renames (torch-free).
 
 The trainer writes a checkpoint's new manifest first as `last.pt.json.next`, then replaces last.pt, then
-renames the pending manifest over last.pt.json (engine/checkpoint.py). A SIGKILL between those steps leaves a
+renames the pending manifest over last.pt.json (engine/train/checkpoint.py). A SIGKILL between those steps leaves a
 pending manifest: `reconcile` finishes the job when the pending manifest describes the checkpoint now in
 place (same size and sha256: the checkpoint's rename happened), and drops it otherwise (it did not). So a
 checkpoint matches its manifest again once the run's supervisor has seen the attempt end, and before any

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from yolotui import formatting
+from yolotui.backends.base import REMEDY_ACCUMULATE, REMEDY_LR_SCALE, REMEDY_OPT_YAML, REMEDY_WORKERS
 from yolotui.runs.atomic import read_json
 from yolotui.runs.events import EventWriter
 from yolotui.runs.layout import EVENTS_JSONL, FAILED, LAST_PT, OPT_YAML, manifest_path, weights_dir
@@ -47,8 +48,18 @@ COMM_DEBUG_ENV = {"NCCL_DEBUG": "INFO", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
 DEFAULT_WORKERS = 8  # the official default --workers
 EXPANDABLE = "expandable_segments:True"
 BATCH_FLAGS = ("--batch-size", "--batch")
-BACKENDS_WITH_ENGINE_FLAGS = frozenset({"yolotui"})  # commands that take --accumulate and --lr-scale
-TRAINING_BACKENDS = frozenset({"yolotui", "official"})  # commands that always take --workers (and --cache)
+
+
+def _backend_remedies(run_config: dict[str, Any]) -> tuple[frozenset[str], str]:
+    """(the remedy names the run's backend takes, how it names its trainer); none for an unknown backend."""
+    from yolotui.backends import get_backend
+    from yolotui.errors import UserError
+
+    try:
+        backend = get_backend(run_config.get("backend"))
+    except UserError:
+        return frozenset(), "this command"
+    return backend.remedies(), backend.title or "this command"
 
 
 # ------------------------------------------------------------------------------------ facts of the attempt
@@ -146,8 +157,9 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
     max_attempts, backoff, backoff_max = restart_settings(run_config)
     restart = run_config.get("restart") or {}
     so_far = changes_so_far or {}
-    engine = run_config.get("backend") in BACKENDS_WITH_ENGINE_FLAGS
-    official = run_config.get("backend") == "official"
+    takes, trainer = _backend_remedies(run_config)
+    engine = REMEDY_ACCUMULATE in takes
+    writes_opt_yaml = REMEDY_OPT_YAML in takes
 
     if failure_class == decision.DATA:
         return decision.Decision(retry=False, state=FAILED, failure_class=decision.DATA, message=message,
@@ -176,7 +188,7 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
         if engine:
             changes["args"]["--accumulate"] = new_accumulate
             settings["accumulate"] = [accumulate, new_accumulate]
-        if official:  # the official --resume reads opt.yaml, not the command line: halve it there too
+        if writes_opt_yaml:  # e.g. the official --resume reads opt.yaml, not the command line: halve it there too
             changes["opt_yaml"] = {"batch_size": new_batch}
         env_now = {**(run_config.get("env") or {}), **(so_far.get("env") or {})}
         changes["env"] = {}
@@ -188,13 +200,13 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
         what = (f"resume with batch {new_batch} (was {batch})"
                 + (f" and accumulation {new_accumulate} (was {accumulate}), the same images per optimizer step"
                    if engine else "")
-                + (" (written to opt.yaml, which the official --resume reads; the original is kept as "
-                   "opt.yaml.orig)" if official else "")
+                + (f" (written to opt.yaml, which {trainer}'s --resume reads; the original is kept as "
+                   "opt.yaml.orig)" if writes_opt_yaml else "")
                 + f", {EXPANDABLE} in {' and '.join(alloc_conf_names())}")
     elif failure_class == decision.COMM:
         async_name, blocking_name = nccl_env_names()
         timeout_s = int(restart.get("collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S))
-        # YOLOTUI_DDP_TIMEOUT_MIN: the engine's process-group timeout (yolotui/engine/ddp.py)
+        # YOLOTUI_DDP_TIMEOUT_MIN: the engine's process-group timeout (yolotui/engine/train/ddp.py)
         changes["env"] = {async_name: "1", blocking_name: "1", "YOLOTUI_DDP_TIMEOUT_MIN": f"{timeout_s / 60:g}",
                           **COMM_DEBUG_ENV}
         settings = {name: [(so_far.get("env") or {}).get(name), value] for name, value in changes["env"].items()}
@@ -211,7 +223,7 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
                 if checkpoint else "restart (no checkpoint was written yet)")
     elif failure_class == decision.HOST_OOM:
         changes, settings, what = host_oom_changes(record, run_config, events, engine)
-        if not changes and run_config.get("backend") not in TRAINING_BACKENDS:
+        if not changes and REMEDY_WORKERS not in takes:
             what = "resume (the command has no --workers or --cache ram to reduce)"
         elif not changes:
             return decision.Decision(
@@ -226,12 +238,12 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
         checkpoint = last_checkpoint(run_dir)
         source = (f"weights/last.pt ({formatting.epochs_done(checkpoint.get('epoch'), checkpoint.get('epochs'), checkpoint.get('step'))}), the last "
                   "checkpoint with finite losses" if checkpoint else "the start (no checkpoint was written yet)")
-        if engine:
+        if REMEDY_LR_SCALE in takes:
             changes["args"] = {"--lr-scale": scale / 2}
             settings["lr_scale"] = [scale, scale / 2]
             what = f"resume from {source} with the learning rate halved (lr scale {scale:g} -> {scale / 2:g})"
-        elif official:
-            what = (f"resume from {source}; the official trainer has no learning-rate scale, so it resumes at the "
+        elif REMEDY_WORKERS in takes:  # a trainer that resumes from its checkpoint, without an lr scale
+            what = (f"resume from {source}; {trainer} has no learning-rate scale, so it resumes at the "
                     "same lr (if it diverges again, fine-tune from best.pt with a lower lr0)")
         else:
             what = f"resume from {source} (this command takes no learning-rate override)"
@@ -278,7 +290,7 @@ def _workers_and_cache(command: list[str], run_config: dict[str, Any], events: l
     flag_workers, workers_value = flag_value(command, ("--workers",))
     flag_cache, cache_value = flag_value(command, ("--cache",))
     bare_cache = "ram" if "--cache" in command and flag_cache is None else None  # `--cache` alone means ram
-    if run_config.get("backend") not in TRAINING_BACKENDS:
+    if REMEDY_WORKERS not in _backend_remedies(run_config)[0]:
         return (_int(workers_value) or 0) if flag_workers else 0, cache_value or bare_cache
     options = run_config.get("options") or {}
     workers = _int((start_event(events).get("config") or {}).get("workers"))

@@ -32,7 +32,9 @@ from yolotui.backends.base import (
     REMEDY_ALLOC_CONF,
     REMEDY_HALVE_BATCH,
     REMEDY_NCCL_ENV,
+    REMEDY_OPT_YAML,
     REMEDY_RETRY,
+    REMEDY_WORKERS,
     Backend,
     Capabilities,
     CommandRequest,
@@ -74,7 +76,7 @@ class OfficialCommand:
 
 def shim_path() -> Path:
     """The shim file, launched by path with the trainer's interpreter."""
-    return Path(__file__).with_name("official_shim.py")
+    return Path(__file__).with_name("shim.py")
 
 
 def is_official_repo(path: Path) -> bool:
@@ -235,6 +237,7 @@ class OfficialBackend(Backend):
     """The official train_dual.py / train.py / train_triple.py of a checkout, through the shim."""
 
     name = NAME
+    title = "the official trainer"
     capabilities = Capabilities(save_now=False, mid_epoch_stop=False, resume=True, extend=True, lr_scale=False,
                                 distributed=False)
 
@@ -260,7 +263,8 @@ class OfficialBackend(Backend):
 
     def remedies(self) -> frozenset[str]:
         """Retry (with --resume), halve the batch (in opt.yaml too), allocator and NCCL settings; no lr scale."""
-        return frozenset({REMEDY_RETRY, REMEDY_HALVE_BATCH, REMEDY_ALLOC_CONF, REMEDY_NCCL_ENV})
+        return frozenset({REMEDY_RETRY, REMEDY_HALVE_BATCH, REMEDY_ALLOC_CONF, REMEDY_NCCL_ENV, REMEDY_WORKERS,
+                          REMEDY_OPT_YAML})
 
     def follow(self, run_dir: Path, probe: bool = True) -> Any:
         """An official train_dual.py run followed to the folder it writes (None for any other command)."""

@@ -2,7 +2,7 @@
 
 Launched BY PATH with the trainer's own interpreter (the official Docker image's Python, say):
 
-    PYTHON official_shim.py --repo REPO --script train_dual.py [--run-dir RUN] -- [train_dual.py flags]
+    PYTHON shim.py --repo REPO --script train_dual.py [--run-dir RUN] -- [train_dual.py flags]
 
 Standard library only, Python >= 3.8, torch >= 1.11; it never imports yolotui, so nothing in the trainer's
 environment needs yolotui's dependencies. What it does, in this order:
@@ -490,7 +490,7 @@ def classify(exc, text):
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="official_shim.py", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="shim.py", description=__doc__.split("\n")[0])
     parser.add_argument("--repo", required=True, help="the official YOLOv9 checkout")
     parser.add_argument("--script", default="train_dual.py", help="train_dual.py, train.py or train_triple.py")
     parser.add_argument("--run-dir", default=os.environ.get("YOLOTUI_RUN_DIR"), help="the yolotui run folder")

@@ -12,7 +12,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from yolotui.engine.boxes import dist2bbox, make_anchors
+from yolotui.engine.loss.boxes import dist2bbox, make_anchors
 from yolotui.engine.model.conv import Conv, make_divisible
 
 REG_MAX = 16

@@ -1,6 +1,6 @@
 """Load a checkpoint with torch.load(weights_only=True) and print what came out, as one JSON line.
 
-Run by `yolotui doctor --deep` as `python -m yolotui.engine.deepcheck PATH` in a subprocess, so the
+Run by `yolotui doctor --deep` as `python -m yolotui.engine.tools.deepcheck PATH` in a subprocess, so the
 doctor's own process never imports torch. weights_only=True refuses any pickle that would import or
 call something beyond tensors and plain values, so nothing in the file runs.
 """
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     """Print the deep check's JSON for the path given on the command line."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print(json.dumps({"ok": False, "error": "usage: python -m yolotui.engine.deepcheck PATH"}))
+        print(json.dumps({"ok": False, "error": "usage: python -m yolotui.engine.tools.deepcheck PATH"}))
         return 2
     print(json.dumps(deep_check(args[0])))
     return 0

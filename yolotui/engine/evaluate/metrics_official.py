@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from yolotui.engine.metrics import ClassResult, class_name, fitness
+from yolotui.engine.evaluate.metrics import ClassResult, class_name, fitness
 
 _EPS = 1e-16
 

@@ -84,7 +84,7 @@ def load_model_for_eval(path: str | Path, device: str | torch.device = "cpu",
                         fuse: bool = False) -> tuple[nn.Module, dict]:
     """Build the model stored in a yolotui checkpoint, load its EMA (else raw) weights, eval mode, on `device`.
 
-    An exported inference checkpoint (`fused: True`, see yolotui.engine.export) is rebuilt fused. With `fuse`
+    An exported inference checkpoint (`fused: True`, see yolotui.engine.tools.export) is rebuilt fused. With `fuse`
     every other model is fused too (BatchNorm folded into its convolution, RepConvN re-parameterised), as the
     official loader does before validating: faster, and the same outputs to float rounding.
     Returns `(model, info)`; info holds path, nc, names, epoch, epochs, weights ('ema' or 'model'),

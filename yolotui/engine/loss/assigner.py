@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from yolotui.engine.boxes import bbox_ciou
+from yolotui.engine.loss.boxes import bbox_ciou
 
 
 def anchors_inside_boxes(anchor_points: Tensor, gt_boxes: Tensor, eps: float = 1e-9) -> Tensor:

@@ -13,7 +13,7 @@ import torch
 import torchvision
 from torch import Tensor
 
-from yolotui.engine.boxes import xywh2xyxy
+from yolotui.engine.loss.boxes import xywh2xyxy
 
 
 def _decoded_tensor(pred) -> Tensor:

@@ -169,7 +169,7 @@ def decoded(model: nn.Module, images: Tensor) -> Tensor:
 
 
 def _checkpoint_for(converted: nn.Module, info: dict, options: ExportOptions) -> dict:
-    from yolotui.engine.checkpoint import FORMAT, now_iso, versions
+    from yolotui.engine.train.checkpoint import FORMAT, now_iso, versions
 
     state = {k: (v.half() if options.half and v.is_floating_point() else v).cpu()
              for k, v in converted.state_dict().items()}
@@ -260,7 +260,7 @@ def _val_loader(data_yaml: Path, imgsz: int, stride: int, batch_size: int, worke
 
 
 def _val_metrics(model: nn.Module, loader, device, nc: int, names) -> dict:
-    from yolotui.engine.validate import validate
+    from yolotui.engine.evaluate.validate import validate
 
     result = validate(model, loader, device, nc, names)
     return {"P": result.precision, "R": result.recall, "mAP50": result.map50, "mAP50-95": result.map,
@@ -287,8 +287,8 @@ def export(options: ExportOptions, log: Callable[[str], None] = print) -> Export
     leaves them for inspection; the report's `ok` says whether every check passed.
     """
     from yolotui.engine.model import convert_for_inference
-    from yolotui.engine.trainer import select_device
-    from yolotui.engine.weights import load_model_for_eval
+    from yolotui.engine.tools.weights import load_model_for_eval
+    from yolotui.engine.train.trainer import select_device
 
     started = time.perf_counter()
     device = select_device(options.device)
@@ -309,7 +309,7 @@ def export(options: ExportOptions, log: Callable[[str], None] = print) -> Export
         raise UserError(f"--output {pt_path}: would overwrite the weights being exported; choose another path")
     try:
         pt_path.parent.mkdir(parents=True, exist_ok=True)
-        from yolotui.engine.checkpoint import serialize
+        from yolotui.engine.train.checkpoint import serialize
         from yolotui.runs.atomic import atomic_write_bytes
 
         atomic_write_bytes(pt_path, serialize(_checkpoint_for(converted, info, options)))

@@ -20,11 +20,11 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from yolotui.engine.boxes import xywh2xyxy
-from yolotui.engine.coco_json import CocoJsonCollector
-from yolotui.engine.metrics import DetectionMetrics
-from yolotui.engine.metrics_official import OfficialDetectionMetrics
-from yolotui.engine.postprocess import non_max_suppression, scale_boxes
+from yolotui.engine.evaluate.coco_json import CocoJsonCollector
+from yolotui.engine.evaluate.metrics import DetectionMetrics
+from yolotui.engine.evaluate.metrics_official import OfficialDetectionMetrics
+from yolotui.engine.evaluate.postprocess import non_max_suppression, scale_boxes
+from yolotui.engine.loss.boxes import xywh2xyxy
 
 
 @dataclass

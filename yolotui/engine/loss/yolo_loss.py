@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from yolotui.engine.assigner import TaskAlignedAssigner
-from yolotui.engine.boxes import bbox2dist, bbox_ciou, dist2bbox, make_anchors, xywh2xyxy
+from yolotui.engine.loss.assigner import TaskAlignedAssigner
+from yolotui.engine.loss.boxes import bbox2dist, bbox_ciou, dist2bbox, make_anchors, xywh2xyxy
 
 DEFAULT_GAINS = {"box": 7.5, "cls": 0.5, "dfl": 1.5}
 

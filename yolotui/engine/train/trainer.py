@@ -25,21 +25,21 @@ from torch import nn
 
 from yolotui.backends.official.weights import load_weights_source
 from yolotui.config import load_hyp, load_yaml, opt_yaml_dict, parse_freeze, save_yaml
-from yolotui.engine import checkpoint as ckpt_io
-from yolotui.engine import ddp
-from yolotui.engine import validate as validation
 from yolotui.engine.data import pipeline
-from yolotui.engine.ema import ModelEMA, unwrap
-from yolotui.engine.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
-from yolotui.engine.faults import FaultInjector
-from yolotui.engine.freeze import frozen_state_keys, hold_frozen_bn
-from yolotui.engine.loss import loss_for_model
-from yolotui.engine.memory_format import prepare_for_training, training_memory_format
+from yolotui.engine.evaluate import validate as validation
+from yolotui.engine.loss.yolo_loss import loss_for_model
 from yolotui.engine.model import build_model
-from yolotui.engine.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
-from yolotui.engine.precision import autocast_dtype, describe, to_float32
-from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
-from yolotui.engine.signals import SignalRequests
+from yolotui.engine.train import checkpoint as ckpt_io
+from yolotui.engine.train import ddp
+from yolotui.engine.train.ema import ModelEMA, unwrap
+from yolotui.engine.train.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
+from yolotui.engine.train.faults import FaultInjector
+from yolotui.engine.train.freeze import frozen_state_keys, hold_frozen_bn
+from yolotui.engine.train.memory_format import prepare_for_training, training_memory_format
+from yolotui.engine.train.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
+from yolotui.engine.train.precision import autocast_dtype, describe, to_float32
+from yolotui.engine.train.schedule import LrPlan, make_plan, warmup_accumulation
+from yolotui.engine.train.signals import SignalRequests
 from yolotui.errors import UserError
 from yolotui.runs import layout
 from yolotui.runs.events import EventWriter, read_events
@@ -465,9 +465,9 @@ class Trainer:
 
     def _calibrate_ema_bn(self, epoch: int) -> None:
         """Recompute the EMA model's BatchNorm statistics for its current weights on BN_CALIBRATION_IMAGES training
-        images of this epoch (pure function of seed and epoch); see engine/bn_calibration.py for why."""
-        from yolotui.engine.bn_calibration import recalibrate_bn
+        images of this epoch (pure function of seed and epoch); see engine/train/bn_calibration.py for why."""
         from yolotui.engine.data.loader import build_loader
+        from yolotui.engine.train.bn_calibration import recalibrate_bn
 
         batch = max(2, min(self.rank_batch, BN_CALIBRATION_IMAGES))
         loader = build_loader(self.train_set, batch_size=batch, workers=0, shuffle=True,
@@ -679,7 +679,7 @@ def _run(trainer: Trainer) -> int:
     try:
         trainer.setup()
         return trainer.train()
-    except Exception as exc:  # report the failure class (yolotui/engine/failures.py) for the supervisor's remedy
+    except Exception as exc:  # report the failure class (yolotui/engine/train/failures.py) for the supervisor's remedy
         kind = classify_exception(exc)
         trainer.events.emit("error", kind=kind, message=failure_message(exc, kind),
                             traceback="" if isinstance(exc, UserError) else _tail())

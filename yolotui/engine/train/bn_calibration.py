@@ -39,7 +39,7 @@ def recalibrate_bn(model: nn.Module, batches: Iterable[torch.Tensor], device: to
     An error during the pass (BatchNorm refuses a single value per channel) restores the old statistics, then
     propagates. BatchNorm layers under the module-name prefixes `keep` (frozen layers) are left as they are, in
     eval mode during the pass."""
-    from yolotui.engine.freeze import hold_frozen_bn
+    from yolotui.engine.train.freeze import hold_frozen_bn
 
     layers = batch_norm_layers(model, tuple(keep))
     if not layers:

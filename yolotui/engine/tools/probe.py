@@ -1,6 +1,6 @@
 """Print the torch environment as one JSON object: versions, CUDA, GPUs.
 
-Run as `python -m yolotui.engine.probe` by yolotui.health.environment, in a subprocess, so the
+Run as `python -m yolotui.engine.tools.probe` by yolotui.health.environment, in a subprocess, so the
 TUI process never imports torch. Never fails: what cannot be read is null, with `error` set.
 """
 

@@ -1,0 +1,1 @@
+"""Tools around a trained model: export (ONNX, fused), the deep checkpoint check, device probe, weight loading."""

@@ -1,0 +1,1 @@
+"""Training: the loop (trainer), checkpoints, EMA, optimizers and schedules, precision, DDP, faults and signals."""
