@@ -1,4 +1,4 @@
-"""A real one-node SLURM for the tests (issue 22): brought up by .ci/slurm-up, or found up.
+"""A real one-node SLURM for the tests: brought up by .ci/slurm-up, or found up.
 
 `bring_up()` (what a test module's session fixture calls) skips only where SLURM cannot be started here:
 not root, or the packages slurm-wlm/munge are missing. CI runs as root and installs

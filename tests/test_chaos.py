@@ -1,4 +1,4 @@
-"""Issue 14, chaos: kill the supervisor and the trainer at random moments, resume, and check nothing is lost.
+"""Chaos: kill the supervisor and the trainer at random moments, resume, and check nothing is lost.
 
 Each round resumes the run (or extends it once it has finished; the second round with two simultaneous
 resumes, of which exactly one may win), then SIGKILLs the supervisor, the trainer,

@@ -1,8 +1,8 @@
-"""Convergence (issue 5, "Must show"): gelan-t trained from scratch on the demo data on the CPU reaches mAP50 >= 0.5.
+"""Convergence: gelan-t trained from scratch on the demo data on the CPU reaches mAP50 >= 0.5.
 
 Slow (about five minutes on 2 quiet CPU cores): runs bench/bench_convergence.py's yolotui side with its defaults
 (30 epochs, 256 px, batch 16, the recipe `yolotui train` picks: the short-run recipe) in a subprocess and checks
-its JSON figures, so the test and the quoted benchmark are the same measurement (issue 21's runs reached
+its JSON figures, so the test and the quoted benchmark are the same measurement (the short-run recipe's runs reached
 mAP50 0.58-0.63 and mAP50-95 0.45; the thresholds leave room for noise).
 """
 

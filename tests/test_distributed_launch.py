@@ -127,7 +127,7 @@ def _resumable_run(tmp_path: Path, flags: dict) -> Path:
     from tui_fixtures import write_checkpoint
 
     run_dir = make_run(tmp_path, "res", epochs=3, batch_size=4)
-    # a resumable last.pt (resume checks its verdict before anything detaches, issue 14 item 13)
+    # a resumable last.pt (resume checks its verdict before anything detaches)
     write_checkpoint(run_dir, "last.pt", epoch=1, epochs=3, mtime=time.time())
     (run_dir / "run.yaml").write_text(yaml.safe_dump({"name": "res", "command": ["x"],
                                                       "distributed": {"nproc_per_node": 2, "flags": flags}}))

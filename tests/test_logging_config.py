@@ -1,4 +1,4 @@
-"""Logging the way users configure it (issue 20): a dictConfig YAML with a DEBUG file handler gets the trainer's and
+"""Logging the way users configure it: a dictConfig YAML with a DEBUG file handler gets the trainer's and
 the supervisor's DEBUG records across a kill and an automatic retry; a bad YAML is refused before detaching; a
 comm failure's retry runs with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL; `logs --level` filters."""
 

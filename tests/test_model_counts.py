@@ -9,7 +9,7 @@ import torch
 
 from yolotui.configs import MODELS_DIR, shipped_model_configs
 
-# Measured with the official YOLOv9 code from its own configs at nc=80 (issue 3):
+# Measured with the official YOLOv9 code from its own configs at nc=80:
 # training params, fused params, GFLOPs at 640 training / fused.
 OFFICIAL = {
     "yolov9-t": (3_717_680, 3_674_576, 16.53, 16.17),

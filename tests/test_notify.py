@@ -1,4 +1,4 @@
-"""Notifications from the supervisor (issue 16): apprise JSON posts to a local HTTP receiver, the command hook,
+"""Notifications from the supervisor: apprise JSON posts to a local HTTP receiver, the command hook,
 failures that are counted and never stop the run, and `yolotui notify test`."""
 
 from __future__ import annotations

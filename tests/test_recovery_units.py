@@ -235,7 +235,7 @@ def test_relaunch_keeps_the_last_attempt_command_and_remedy_env(tmp_path):
         remedies=[{"attempt": 2, "changes": {"args": {"--batch-size": 4},
                                               "env": {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}}}]))
     plan = relaunch_plan(tmp_path)
-    # issue 14, item 11: run.yaml's command with the remedies' checked changes, never status.json's strings
+    # run.yaml's command with the remedies' checked changes, never status.json's strings
     assert plan["command"] == [*ENGINE["command"], "--batch-size", "4"]
     assert plan["env"] == {"A": "1", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
     assert plan["max_attempts"] == 4 and plan["backoff_s"] == 0.5 and plan["restart"]["min_batch"] == 2

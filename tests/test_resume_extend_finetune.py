@@ -76,7 +76,7 @@ def test_finetune_to_other_class_count_keeps_backbone(tmp_path):
 
 
 def test_frozen_layers_stay_bit_identical_weights_batchnorm_and_ema(tmp_path):
-    """Issue 16: `--freeze` keeps the frozen layers' weights AND BatchNorm statistics, in the model and its EMA."""
+    """`--freeze` keeps the frozen layers' weights AND BatchNorm statistics, in the model and its EMA."""
     data = make_data(tmp_path / "data", n_train=4, n_val=2, img=64)
     source = make_run(tmp_path, "src", data=data, epochs=1, batch_size=4)
     _train(source)

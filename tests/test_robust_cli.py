@@ -1,6 +1,6 @@
-"""Issue 14 through the command line: one winner of two launches, checks before detaching, one-line errors.
+"""Robustness through the command line: one winner of two launches, checks before detaching, one-line errors.
 
-Each test names the item of issue 14 it covers. Nothing here trains: bad input is refused before anything
+Nothing here trains: bad input is refused before anything
 detaches, and the one launch that succeeds is stopped at once.
 """
 
@@ -51,9 +51,9 @@ def _train_args(tmp_path: Path, data: Path, *extra: str) -> list[str]:
             "--img", "64", "--device", "cpu", "--workers", "0", "--project", str(tmp_path / "runs"), *extra]
 
 
-# ---------------------------------------------------------------------------------------------- item 2
+# ---------------------------------------------------------------------------------------------- exactly one winner of two launches
 
-def test_item2_two_simultaneous_train_exist_ok_one_wins_the_other_names_it(tmp_path, data):
+def test_two_simultaneous_train_exist_ok_one_wins_the_other_names_it(tmp_path, data):
     env = {**os.environ, "PYTHONPATH": str(REPO), "YOLOTUI_TORCH_THREADS": "1"}
     procs = [subprocess.Popen([PY, "-m", "yolotui", *_train_args(tmp_path, data, "--name", "same", "--exist-ok",
                                                                   "--epochs", str(epochs))],
@@ -75,10 +75,10 @@ def test_item2_two_simultaneous_train_exist_ok_one_wins_the_other_names_it(tmp_p
     assert effective_state(run_dir) in ENDED_STATES
 
 
-# --------------------------------------------------------------------------------------------- item 13
+# --------------------------------------------------------------------------------------------- checks before anything detaches
 
 @pytest.mark.parametrize("case", ["no-images", "not-yaml", "laughs"])
-def test_item13_bad_data_yaml_is_refused_before_anything_detaches(tmp_path, data, case):
+def test_bad_data_yaml_is_refused_before_anything_detaches(tmp_path, data, case):
     bad = tmp_path / f"{case}.yaml"
     if case == "no-images":
         (tmp_path / "empty").mkdir()
@@ -95,7 +95,7 @@ def test_item13_bad_data_yaml_is_refused_before_anything_detaches(tmp_path, data
 
 
 @pytest.mark.parametrize("case", ["unknown-module", "not-a-model"])
-def test_item13_bad_model_yaml_is_refused_before_anything_detaches(tmp_path, data, case):
+def test_bad_model_yaml_is_refused_before_anything_detaches(tmp_path, data, case):
     cfg = yaml.safe_load(write_tiny_cfg(tmp_path).read_text())
     bad = tmp_path / f"{case}.yaml"
     if case == "unknown-module":
@@ -110,14 +110,14 @@ def test_item13_bad_model_yaml_is_refused_before_anything_detaches(tmp_path, dat
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
-def test_item13_engine_and_preflight_know_the_same_modules():
+def test_engine_and_preflight_know_the_same_modules():
     from yolotui.configs.modules import KNOWN_MODULES
     from yolotui.engine.model.builder import MODULES
 
     assert set(MODULES) == set(KNOWN_MODULES)
 
 
-def test_item13_resume_checks_last_pt_before_launching(tmp_path):
+def test_resume_checks_last_pt_before_launching(tmp_path):
     run_dir = make_run(tmp_path, "r")
     last = run_dir / "weights" / "last.pt"
     with zipfile.ZipFile(last, "w") as archive:
@@ -130,9 +130,9 @@ def test_item13_resume_checks_last_pt_before_launching(tmp_path):
     assert not lock.is_held(run_dir) and not (run_dir / "run.yaml").exists()
 
 
-# --------------------------------------------------------------------------------------------- item 14
+# --------------------------------------------------------------------------------------------- one-line errors
 
-def test_item14_run_names_are_bounded_and_plain(tmp_path, data):
+def test_run_names_are_bounded_and_plain(tmp_path, data):
     for name, words in (("n" * 300, "at most 100"), ("-x", "starts with '-'"), ("a b", "letters, digits"),
                         ("a;rm", "letters, digits")):
         line = _one_line_error(_cli(_train_args(tmp_path, data, f"--name={name}")))
@@ -144,7 +144,7 @@ def test_item14_run_names_are_bounded_and_plain(tmp_path, data):
     ["--save-period-min", "nan"], ["--save-period-min", "inf"], ["--label-smoothing", "nan"],
     ["--restart-backoff", "nan"], ["--restart-backoff", "inf"], ["--img", "1000000"],
 ])
-def test_item14_nan_inf_and_huge_images_are_refused(tmp_path, data, args):
+def test_nan_inf_and_huge_images_are_refused(tmp_path, data, args):
     line = _one_line_error(_cli(_train_args(tmp_path, data, "--name", "x", *args)))
     assert args[0].lstrip("-").split("-")[0] in line
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
@@ -158,29 +158,29 @@ def test_item14_nan_inf_and_huge_images_are_refused(tmp_path, data, args):
     ["logs", "somerun", "--interval", "nan"],
     ["resume", "somerun", "--stall-timeout", "nan"],
 ])
-def test_item14_every_float_flag_refuses_nan_and_inf(tmp_path, args):
+def test_every_float_flag_refuses_nan_and_inf(tmp_path, args):
     line = _one_line_error(_cli(args, cwd=tmp_path))
     assert "nan" in line or "inf" in line or "finite" in line
 
 
-def test_item14_val_of_a_file_that_is_not_a_checkpoint(tmp_path, data):
+def test_val_of_a_file_that_is_not_a_checkpoint(tmp_path, data):
     line = _one_line_error(_cli(["val", "--weights", "/etc/passwd", "--data", str(data), "--device", "cpu"]))
     assert "/etc/passwd" in line and "not a checkpoint" in line
 
 
-def test_item14_demo_data_into_a_file(tmp_path):
+def test_demo_data_into_a_file(tmp_path):
     line = _one_line_error(_cli(["demo-data", "/etc/passwd"]))
     assert "/etc/passwd" in line
 
 
-def test_item14_unwritable_home_is_one_line_and_leaves_nothing(tmp_path):
+def test_unwritable_home_is_one_line_and_leaves_nothing(tmp_path):
     line = _one_line_error(_cli(["exec", "--project", str(tmp_path / "proj"), "--name", "x", "--", "true"],
                                 env={"YOLOTUI_HOME": "/dev/null/home"}))
     assert "/dev/null/home" in line
     assert not (tmp_path / "proj").exists()
 
 
-def test_item14_follow_up_commands_are_shell_quoted(tmp_path, capsys):
+def test_follow_up_commands_are_shell_quoted(tmp_path, capsys):
     from yolotui.commands._launch import after_launch
     from yolotui.jobs.results import started
 

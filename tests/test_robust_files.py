@@ -1,6 +1,4 @@
-"""Issue 14, hostile or broken files and failure classes: bounded time and memory, a clear line, no crash.
-
-Each test names the item of issue 14 it covers.
+"""Hostile or broken files and failure classes: bounded time and memory, a clear line, no crash.
 """
 
 from __future__ import annotations
@@ -41,7 +39,7 @@ def _one_line_error(proc: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-# ---------------------------------------------------------------------------------------------- item 7
+# ---------------------------------------------------------------------------------------------- typed status.json fields
 
 def _finished_run(tmp_path: Path) -> Path:
     run_dir = create_run_dir(tmp_path / "proj", "exp")
@@ -50,7 +48,7 @@ def _finished_run(tmp_path: Path) -> Path:
     return run_dir
 
 
-def test_item7_a_wrongly_typed_status_field_is_reported_and_the_rest_still_works(tmp_path):
+def test_a_wrongly_typed_status_field_is_reported_and_the_rest_still_works(tmp_path):
     from yolotui.runs.status import read_status_checked
     from yolotui.runs.summary import summarize, summarize_all
 
@@ -83,7 +81,7 @@ def test_item7_a_wrongly_typed_status_field_is_reported_and_the_rest_still_works
     ("notifications", [1], "notifications: expected an object"),
     ("slurm", "123", "slurm: expected an object"),
 ])
-def test_item7_every_status_field_is_type_checked(tmp_path, field, value, expected):
+def test_every_status_field_is_type_checked(tmp_path, field, value, expected):
     from yolotui.runs.status_schema import status_problem
 
     assert status_problem({"state": "running", field: value}) == expected
@@ -96,7 +94,7 @@ def anyio_backend():
 
 
 @pytest.mark.anyio
-async def test_item7_tui_home_shows_a_run_with_a_broken_status_and_does_not_crash(tmp_path):
+async def test_tui_home_shows_a_run_with_a_broken_status_and_does_not_crash(tmp_path):
     from tui_fakes import FakeSampler, wait_until
 
     from yolotui.tui.app import YolotuiApp
@@ -119,7 +117,7 @@ async def test_item7_tui_home_shows_a_run_with_a_broken_status_and_does_not_cras
         assert app.is_running and app.screen.run_dir == run_dir
 
 
-# ---------------------------------------------------------------------------------------------- item 8
+# ---------------------------------------------------------------------------------------------- zip-bomb checkpoints
 
 def _zip_bomb(path: Path, inflated_mb: int = 300, member: str = "archive/data/0") -> None:
     """A torch-looking zip whose one storage deflates from a few hundred KB to `inflated_mb` MB of zeros."""
@@ -135,7 +133,7 @@ def _zip_bomb(path: Path, inflated_mb: int = 300, member: str = "archive/data/0"
                 handle.write(block)
 
 
-def test_item8_a_zip_bomb_checkpoint_is_corrupt_within_2_s_and_200_mb(tmp_path):
+def test_a_zip_bomb_checkpoint_is_corrupt_within_2_s_and_200_mb(tmp_path):
     bomb = tmp_path / "weights" / "last.pt"
     bomb.parent.mkdir()
     _zip_bomb(bomb)
@@ -156,7 +154,7 @@ def test_item8_a_zip_bomb_checkpoint_is_corrupt_within_2_s_and_200_mb(tmp_path):
     assert any("suspicious" in reason or "inflate" in reason for reason in result["reasons"]), result
 
 
-def test_item8_a_compressed_pickle_bomb_is_not_inflated(tmp_path):
+def test_a_compressed_pickle_bomb_is_not_inflated(tmp_path):
     from yolotui.health.container import ContainerError, read_container
 
     bomb = tmp_path / "bomb.pt"
@@ -172,14 +170,14 @@ def test_item8_a_compressed_pickle_bomb_is_not_inflated(tmp_path):
             read_container(path)
 
 
-# ---------------------------------------------------------------------------------------------- item 9
+# ---------------------------------------------------------------------------------------------- YAML bombs
 
 LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]\n" for i in range(8)) + \
     "train: images/train\nval: images/val\nnames: *i\n"
 
 
-def test_item9_billion_laughs_is_refused_everywhere_yolotui_reads_yaml(tmp_path):
+def test_billion_laughs_is_refused_everywhere_yolotui_reads_yaml(tmp_path):
     from yolotui import safe_yaml
     from yolotui.config import load_yaml
     from yolotui.datasets.config import load_data_yaml
@@ -203,7 +201,7 @@ def test_item9_billion_laughs_is_refused_everywhere_yolotui_reads_yaml(tmp_path)
     assert "data.yaml" in line and "aliases" in line
 
 
-def test_item9_settings_and_log_config_yaml_are_bounded_too(tmp_path):
+def test_settings_and_log_config_yaml_are_bounded_too(tmp_path):
     from yolotui.supervisor.logconfig import load
     from yolotui.usersettings import read_yaml_mapping
 
@@ -220,7 +218,7 @@ def test_item9_settings_and_log_config_yaml_are_bounded_too(tmp_path):
         read_yaml_mapping(bomb, "settings")
 
 
-def test_item9_yaml_size_nesting_and_recursive_aliases_are_bounded(tmp_path):
+def test_yaml_size_nesting_and_recursive_aliases_are_bounded(tmp_path):
     from yolotui import safe_yaml
 
     with pytest.raises(safe_yaml.YamlLimitError, match="larger than"):
@@ -233,7 +231,7 @@ def test_item9_yaml_size_nesting_and_recursive_aliases_are_bounded(tmp_path):
     assert safe_yaml.load_text("base: &b {x: 1}\nother: {<<: *b, y: 2}\n")["other"] == {"x": 1, "y": 2}
 
 
-def test_item9_one_shared_yaml_loader_is_used_everywhere():
+def test_one_shared_yaml_loader_is_used_everywhere():
     offenders = []
     for path in (REPO / "yolotui").rglob("*.py"):
         if path.name == "safe_yaml.py":
@@ -244,7 +242,7 @@ def test_item9_one_shared_yaml_loader_is_used_everywhere():
     assert offenders == []
 
 
-def test_item9_wizard_model_check_refuses_a_yaml_bomb(tmp_path):
+def test_wizard_model_check_refuses_a_yaml_bomb(tmp_path):
     from yolotui.tui.wizard_checks import check_model_path
 
     bomb = tmp_path / "model.yaml"
@@ -253,9 +251,9 @@ def test_item9_wizard_model_check_refuses_a_yaml_bomb(tmp_path):
         check_model_path(str(bomb))
 
 
-# --------------------------------------------------------------------------------------------- item 11
+# --------------------------------------------------------------------------------------------- resume --interrupted
 
-def test_item11_resume_interrupted_rebuilds_the_command_from_run_yaml(tmp_path):
+def test_resume_interrupted_rebuilds_the_command_from_run_yaml(tmp_path):
     from yolotui.placement.service import relaunch_plan, resume_interrupted
 
     run_dir = create_run_dir(tmp_path / "proj", "exp")
@@ -284,9 +282,9 @@ def test_item11_resume_interrupted_rebuilds_the_command_from_run_yaml(tmp_path):
     assert not pwned.exists()
 
 
-# --------------------------------------------------------------------------------------------- item 15
+# --------------------------------------------------------------------------------------------- CPU allocation failures
 
-def test_item15_a_cpu_allocation_failure_is_not_oom():
+def test_a_cpu_allocation_failure_is_not_oom():
     import torch
 
     from yolotui.engine.train.failures import classify_exception
@@ -318,11 +316,11 @@ def test_item15_a_cpu_allocation_failure_is_not_oom():
         == "disk"
 
 
-# --------------------------------------------------------------------------------------- item 14 (TUI)
+# --------------------------------------------------------------------------------------- one-line errors (TUI)
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("content", [b"theme: [1, 2]\n", b"theme: \xff\xfe yolo\n", b"theme: [unclosed\n"])
-async def test_item14_a_broken_settings_yaml_starts_the_tui_with_defaults_and_says_so(content):
+async def test_a_broken_settings_yaml_starts_the_tui_with_defaults_and_says_so(content):
     from tui_fakes import FakeSampler, wait_until
 
     from yolotui.tui import themes

@@ -1,6 +1,6 @@
-"""Issue 14, processes and races: one owner per run folder, stops that never lose work, stray signals.
+"""Processes and races: one owner per run folder, stops that never lose work, stray signals.
 
-Each test names the item of issue 14 it covers. Trainers here are tiny Python scripts (no torch), so the
+Trainers here are tiny Python scripts (no torch), so the
 whole file runs in seconds.
 """
 
@@ -68,9 +68,9 @@ def _cli(args: list[str], env: dict[str, str] | None = None, **kwargs) -> subpro
                           timeout=60, **kwargs)
 
 
-# ---------------------------------------------------------------------------------------------- item 1
+# ---------------------------------------------------------------------------------------------- one trainer per run
 
-def test_item1_trainer_keeps_the_run_owned_after_its_supervisor_dies_and_stop_finds_it(tmp_path):
+def test_trainer_keeps_the_run_owned_after_its_supervisor_dies_and_stop_finds_it(tmp_path):
     run_dir = start(tmp_path, [PY, "-c", STUBBORN])
     trainer = wait_up(run_dir)
     supervisor = read_status(run_dir).supervisor_pid
@@ -91,7 +91,7 @@ def test_item1_trainer_keeps_the_run_owned_after_its_supervisor_dies_and_stop_fi
     assert effective_state(run_dir) == "interrupted"
 
 
-def test_item1_trainer_holds_the_lock_descriptor(tmp_path):
+def test_trainer_holds_the_lock_descriptor(tmp_path):
     run_dir = start(tmp_path, [PY, "-c", STUBBORN])
     trainer = wait_up(run_dir)
     supervisor = read_status(run_dir).supervisor_pid
@@ -99,7 +99,7 @@ def test_item1_trainer_holds_the_lock_descriptor(tmp_path):
     assert stop(run_dir, force=True).state == "stopped"
 
 
-# ---------------------------------------------------------------------------------------------- item 2
+# ---------------------------------------------------------------------------------------------- exactly one winner of two launches
 
 LAUNCHER = """
 import sys
@@ -114,7 +114,7 @@ print("started", sys.argv[2])
 """
 
 
-def test_item2_two_simultaneous_launches_exactly_one_wins_and_the_loser_names_it(tmp_path):
+def test_two_simultaneous_launches_exactly_one_wins_and_the_loser_names_it(tmp_path):
     run_dir = create_run_dir(tmp_path / "proj", "exp")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     children = [subprocess.Popen([PY, "-c", LAUNCHER, str(run_dir), seconds], stdout=subprocess.PIPE,
@@ -129,15 +129,15 @@ def test_item2_two_simultaneous_launches_exactly_one_wins_and_the_loser_names_it
     assert read_run_config(run_dir)["command"] == ["sleep", winner.split()[-1]]
 
 
-# ---------------------------------------------------------------------------------------------- item 3
+# ---------------------------------------------------------------------------------------------- a stop during start-up
 
-def test_item3_stop_during_start_up_stops_the_run_at_once(tmp_path):
+def test_stop_during_start_up_stops_the_run_at_once(tmp_path):
     run_dir = create_run_dir(tmp_path / "proj", "exp")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen([PY, "-c", LAUNCHER, str(run_dir), "300"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    # The launch has begun writing the run's files; its supervisor is not up yet. (Before issue 14 the run
-    # then read as interrupted and `stop` said "nothing to stop" while the run went on.)
+    # The launch has begun writing the run's files; its supervisor is not up yet. (Without the launcher's
+    # queued status the run read as interrupted and `stop` said "nothing to stop" while the run went on.)
     wait_for(lambda: (run_dir / "status.json").exists(), timeout=30, interval=0.002)
     result = stop(run_dir, grace_s=5, timeout_s=20)
     child.wait(timeout=30)
@@ -148,9 +148,9 @@ def test_item3_stop_during_start_up_stops_the_run_at_once(tmp_path):
     assert not lock.is_held(run_dir)
 
 
-# ---------------------------------------------------------------------------------------------- item 4
+# ---------------------------------------------------------------------------------------------- stray signals
 
-def test_item4_stray_signals_do_not_kill_the_supervisor(tmp_path):
+def test_stray_signals_do_not_kill_the_supervisor(tmp_path):
     run_dir = start(tmp_path, [PY, "-c", GRACEFUL])
     wait_up(run_dir)
     supervisor = read_status(run_dir).supervisor_pid
@@ -163,11 +163,11 @@ def test_item4_stray_signals_do_not_kill_the_supervisor(tmp_path):
     assert stop(run_dir, grace_s=10).state == "stopped"
 
 
-# ---------------------------------------------------------------------------------------------- item 5
+# ---------------------------------------------------------------------------------------------- a malformed stop.request
 
 @pytest.mark.parametrize("content", [b"[1, 2]", b'{"grace_s": "soon", "force": "yes"}', b"\xff\xfe garbage",
                                      b'{"grace_s": NaN}'])
-def test_item5_malformed_stop_request_is_a_graceful_stop_not_a_crash(tmp_path, content):
+def test_malformed_stop_request_is_a_graceful_stop_not_a_crash(tmp_path, content):
     run_dir = start(tmp_path, [PY, "-c", GRACEFUL])
     wait_up(run_dir)
     (run_dir / STOP_REQUEST).write_bytes(content)
@@ -178,7 +178,7 @@ def test_item5_malformed_stop_request_is_a_graceful_stop_not_a_crash(tmp_path, c
     assert "warning: stop.request:" in _read(run_dir / SUPERVISOR_LOG)  # what was ignored, said
 
 
-# ---------------------------------------------------------------------------------------------- item 6
+# ---------------------------------------------------------------------------------------------- the stop's grace
 
 def _fake_events(run_dir: Path, step_s: float) -> None:
     """Batch and checkpoint events that say one step takes `step_s` seconds."""
@@ -190,7 +190,7 @@ def _fake_events(run_dir: Path, step_s: float) -> None:
         handle.writelines(json.dumps(line) + "\n" for line in lines)
 
 
-def test_item6_grace_follows_the_measured_step_time(tmp_path):
+def test_grace_follows_the_measured_step_time(tmp_path):
     run_dir = start(tmp_path, [PY, "-c", GRACEFUL])
     wait_up(run_dir)
     _fake_events(run_dir, step_s=40.0)  # a step takes 40 s: a 0.5 s grace would lose it
@@ -201,7 +201,7 @@ def test_item6_grace_follows_the_measured_step_time(tmp_path):
     assert "saved" in _read(run_dir / TRAIN_LOG)
 
 
-def test_item6_a_checkpoint_being_written_is_never_killed(tmp_path):
+def test_a_checkpoint_being_written_is_never_killed(tmp_path):
     writer = ("import os, signal, sys, time\n"
               "def bye(*_):\n"
               "    path = os.path.join(os.environ['YOLOTUI_RUN_DIR'], 'weights', '.last.pt.x.tmp')\n"
@@ -219,7 +219,7 @@ def test_item6_a_checkpoint_being_written_is_never_killed(tmp_path):
     assert "being written" in _read(run_dir / SUPERVISOR_LOG)
 
 
-def test_item6_force_overrides_a_pending_graceful_stop_at_once(tmp_path):
+def test_force_overrides_a_pending_graceful_stop_at_once(tmp_path):
     run_dir = start(tmp_path, [PY, "-c", STUBBORN])
     trainer = wait_up(run_dir)
     stop(run_dir, grace_s=600, wait=False)
@@ -232,7 +232,7 @@ def test_item6_force_overrides_a_pending_graceful_stop_at_once(tmp_path):
 
 
 @pytest.mark.parametrize("grace", [math.nan, math.inf, -1.0])
-def test_item6_nan_inf_and_negative_grace_are_refused(tmp_path, grace):
+def test_nan_inf_and_negative_grace_are_refused(tmp_path, grace):
     run_dir = start(tmp_path, [PY, "-c", STUBBORN])
     wait_up(run_dir)
     with pytest.raises(UserError, match="grace period"):
@@ -243,10 +243,10 @@ def test_item6_nan_inf_and_negative_grace_are_refused(tmp_path, grace):
     assert effective_state(run_dir) == "running"
 
 
-# --------------------------------------------------------------------------------------------- item 10
+# --------------------------------------------------------------------------------------------- symlinks and --exist-ok
 
 @pytest.mark.parametrize("name", ["train.log", "events.jsonl", "status.json"])
-def test_item10_run_files_that_are_symlinks_are_refused_not_followed(tmp_path, name):
+def test_run_files_that_are_symlinks_are_refused_not_followed(tmp_path, name):
     from yolotui.runs.events import EventWriter
     from yolotui.runs.nofollow import RunFileLink
     from yolotui.runs.status import RunStatus, write_status
@@ -267,7 +267,7 @@ def test_item10_run_files_that_are_symlinks_are_refused_not_followed(tmp_path, n
     assert victim.read_text() == "precious\n"
 
 
-def test_item10_results_csv_symlink_is_refused(tmp_path):
+def test_results_csv_symlink_is_refused(tmp_path):
     from yolotui.runs.nofollow import RunFileLink
     from yolotui.runs.results import append_row
 
@@ -279,7 +279,7 @@ def test_item10_results_csv_symlink_is_refused(tmp_path):
     assert victim.read_text() == "precious\n"
 
 
-def test_item10_the_official_shim_does_not_write_through_links(tmp_path):
+def test_the_official_shim_does_not_write_through_links(tmp_path):
     from yolotui.backends.official import shim
 
     victim = tmp_path / "victim.txt"
@@ -295,7 +295,7 @@ def test_item10_the_official_shim_does_not_write_through_links(tmp_path):
     assert victim.read_text() == "precious\n"
 
 
-def test_item10_exist_ok_keeps_old_logs_under_a_clear_name(tmp_path):
+def test_exist_ok_keeps_old_logs_under_a_clear_name(tmp_path):
     run_dir = create_run_dir(tmp_path / "proj", "exp")
     for name in ("train.log", "events.jsonl", "supervisor.log", "results.csv", "status.json"):
         (run_dir / name).write_text(f"old {name}\n")
@@ -310,9 +310,9 @@ def test_item10_exist_ok_keeps_old_logs_under_a_clear_name(tmp_path):
     assert len(kept) == 1 and (kept[0] / "train.log").read_text() == "old train.log\n"
 
 
-# --------------------------------------------------------------------------------------------- item 12
+# --------------------------------------------------------------------------------------------- a full disk
 
-def test_item12_launch_refuses_a_disk_without_room_for_two_checkpoints(tmp_path, monkeypatch):
+def test_launch_refuses_a_disk_without_room_for_two_checkpoints(tmp_path, monkeypatch):
     from yolotui.placement import diskspace
 
     monkeypatch.setattr(diskspace, "free_bytes", lambda folder: 5_000_000)
@@ -323,7 +323,7 @@ def test_item12_launch_refuses_a_disk_without_room_for_two_checkpoints(tmp_path,
     assert not (run_dir / "run.yaml").exists() and not lock.is_held(run_dir)
 
 
-def test_item12_supervisor_survives_enospc_writing_status(tmp_path, monkeypatch):
+def test_supervisor_survives_enospc_writing_status(tmp_path, monkeypatch):
     import errno
 
     from yolotui.runs import status as status_module
@@ -341,7 +341,7 @@ def test_item12_supervisor_survives_enospc_writing_status(tmp_path, monkeypatch)
     assert read_status(run_dir).state == "failed" and read_status(run_dir).failure_class == "disk"
 
 
-def test_item12_disk_full_is_class_disk_not_retried_and_names_folder_and_free_space(tmp_path):
+def test_disk_full_is_class_disk_not_retried_and_names_folder_and_free_space(tmp_path):
     from yolotui.supervisor.policy import decide
 
     record = {"exit_code": 1, "exit_signal": None, "run_dir": str(tmp_path), "name": "exp",
@@ -353,7 +353,7 @@ def test_item12_disk_full_is_class_disk_not_retried_and_names_folder_and_free_sp
     assert decide({**record, "log_tail": ""}, {}, [event]).failure_class == "disk"
 
 
-def test_item12_trainer_classifies_enospc_as_disk():
+def test_trainer_classifies_enospc_as_disk():
     import errno
 
     from yolotui.engine.train.failures import classify_exception

@@ -1,4 +1,4 @@
-"""Runs as SLURM jobs against a real one-node SLURM (issue 22): time limit, pending reason, stop, save, scancel.
+"""Runs as SLURM jobs against a real one-node SLURM: time limit, pending reason, stop, save, scancel.
 
 The `slurm_cluster` fixture (tests/slurmkit.py) starts munged, slurmctld and slurmd with .ci/slurm-up, or finds
 them up; it skips only where that cannot work (not root, packages missing). Each job pays a torch import

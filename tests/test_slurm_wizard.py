@@ -1,4 +1,4 @@
-"""The new-run wizard offers a SLURM job where settings.yaml has a `slurm:` section (issue 22)."""
+"""The new-run wizard offers a SLURM job where settings.yaml has a `slurm:` section."""
 
 from __future__ import annotations
 

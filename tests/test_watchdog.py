@@ -1,4 +1,4 @@
-"""The stall watchdog and the remedies that fit (issue 16): an injected hang and a SIGSTOP'd trainer end as `hang`
+"""The stall watchdog and the remedies that fit: an injected hang and a SIGSTOP'd trainer end as `hang`
 and resume; comm retries on their own budget; cuDNN memory failures are oom; the OOM killer is `host-oom`."""
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def _selected_command(argv: Sequence[str]) -> str | None:
 
 
 def refuse_non_finite(args: object) -> None:
-    """UserError for NaN or infinity given to any float flag (issue 14): a safety net under the use cases'
+    """UserError for NaN or infinity given to any float flag: a safety net under the use cases'
     own checks, so no float option of any command can carry them in."""
     import math
 

@@ -249,7 +249,7 @@ def validate_options(opt: dict[str, Any], check_device: bool = True,
         raise UserError(f"--optimizer {opt['optimizer']}: choose one of {', '.join(OPTIMIZERS)}")
     if sum(bool(opt[k]) for k in ("cos_lr", "flat_cos_lr", "fixed_lr")) > 1:
         raise UserError("--cos-lr, --flat-cos-lr and --fixed-lr exclude each other: give at most one")
-    for key in FLOAT_OPTIONS:  # NaN and infinity are refused for every float option (issue 14)
+    for key in FLOAT_OPTIONS:  # NaN and infinity are refused for every float option
         opt[key] = finite_float(opt[key], "--" + key.replace("_", "-"))
     if not 0.0 <= float(opt["label_smoothing"]) < 1.0:
         raise UserError(f"--label-smoothing {opt['label_smoothing']}: must be in [0, 1)")

@@ -1,4 +1,4 @@
-"""The one YAML reader of yolotui: safe tags only, bounded size, bounded alias expansion (issue 14, item 9).
+"""The one YAML reader of yolotui: safe tags only, bounded size, bounded alias expansion.
 
 PyYAML's safe loader runs no code, but a "billion laughs" file (nine levels of ten aliases each) still
 describes 10^9 nodes; anything that walks the result (validation, a dump, the wizard's preview) then hangs

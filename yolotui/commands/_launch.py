@@ -22,7 +22,7 @@ def after_launch(result: Any, attach: bool, as_json: bool = False) -> int:
     print(f"{verb} run {run_dir.name}: {run_dir}", file=out)
     from yolotui.placement.logout import launch_lines_for
 
-    for line in launch_lines_for(run_dir):  # how it survives logout (issue 7)
+    for line in launch_lines_for(run_dir):  # how it survives logout
         print(line, file=out)
     if attach:
         from yolotui.commands._progress import follow

@@ -1,4 +1,4 @@
-"""`--slurm` and its options for train, resume, finetune and exec: submit the run as a SLURM job (issue 22).
+"""`--slurm` and its options for train, resume, finetune and exec: submit the run as a SLURM job.
 
 Only argparse wiring: the options become a yolotui.placement.slurm.SlurmOptions (over settings.yaml's `slurm:`
 defaults) that the launcher uses instead of starting the supervisor on this machine.

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Refuse unchangeable flags, then resume."""
-    if args.interrupted:  # issue 7: after a reboot, each run continues with its own saved settings
+    if args.interrupted:  # after a reboot, each run continues with its own saved settings
         if args.run or any(v is not None for v in (args.epochs, args.batch_size, args.device, args.workers,
                                                     args.from_ckpt)):
             raise UserError("--interrupted resumes every interrupted run as it was: give no RUN and no options")

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.supervisor.policy import describe_exit
 
     run_dir = resolve_run(args.run)
-    status, problem = read_status_checked(run_dir)  # a bad status.json is said, not a crash (issue 14)
+    status, problem = read_status_checked(run_dir)  # a bad status.json is said, not a crash
     summary = summarize(run_dir)
     if args.json:
         data = status.to_dict() if status is not None else {}
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _remedy_lines(status) -> list[str]:
-    """The distributed-debug settings the remedies turned on, and how notifications fared (issues 16, 20)."""
+    """The distributed-debug settings the remedies turned on, and how notifications fared."""
     from yolotui.supervisor.remedies import COMM_DEBUG_ENV
 
     lines = []

@@ -137,7 +137,7 @@ def _check_inflation(info: zipfile.ZipInfo, file_size: int, inflated_so_far: int
 
     torch.save never compresses, so a compressed member is already unusual; one that claims to grow more
     than MAX_RATIO times, or members that together inflate past MAX_INFLATE_BYTES, make the file `corrupt`
-    without inflating anything, so a verdict stays within a second and a few MB (issue 14, item 8).
+    without inflating anything, so a verdict stays within a second and a few MB.
     """
     claimed = int(info.file_size)
     ratio = claimed / max(1, int(info.compress_size))

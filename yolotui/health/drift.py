@@ -22,7 +22,7 @@ from yolotui.runs.layout import EVENTS_JSONL, HYP_YAML, OPT_YAML, RUN_YAML
 
 DATA_SHA256_KEY = "data_sha256"
 DATA_CONFIG_KEY = "data_config"
-# `hyp` is compared as hyp.yaml; the remedies (issue 7) set lr_scale and accumulate on purpose
+# `hyp` is compared as hyp.yaml; the remedies set lr_scale and accumulate on purpose
 IGNORED_OPT_KEYS = frozenset({"resume", "hyp", "save_dir", "lr_scale", "accumulate"})
 WHOLE_FILE = "(file)"
 

@@ -54,8 +54,8 @@ class RunDiagnosis:
     notes: list[str] = field(default_factory=list)
     logind: LogindInfo | None = None
     deep: dict[str, Any] | None = None
-    launch_logout: dict[str, Any] | None = None  # run.yaml `logout`: how the supervisor was started (issue 7)
-    slurm: dict[str, Any] | None = None  # a SLURM run: job_id, state, reason, nodes, time_left, storage (issue 22)
+    launch_logout: dict[str, Any] | None = None  # run.yaml `logout`: how the supervisor was started
+    slurm: dict[str, Any] | None = None  # a SLURM run: job_id, state, reason, nodes, time_left, storage
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form."""

@@ -16,7 +16,7 @@ from yolotui.errors import UserError
 from yolotui.placement.distributed import plan_launch, run_yaml_entry, sync_bn_warning
 from yolotui.runs import layout
 
-DEFAULT_MAX_ATTEMPTS = 5  # attempts in all (the first and 4 restarts), issue 7
+DEFAULT_MAX_ATTEMPTS = 5  # attempts in all (the first and 4 restarts)
 
 
 def write_run_files(run_dir: Path, opt: dict[str, Any], hyp: dict[str, Any]) -> None:
@@ -51,7 +51,7 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
     `slurm` (runs.slurm.SlurmOptions) submits the supervisor as a SLURM job instead of starting it here.
     `run_extra`: RunExtras.entries() (notify, watchdog, logging); the run's earlier entries not given again
     are kept (yolotui.jobs.runextras).
-    `lock_fd` is the run's lock taken by the caller before it wrote opt.yaml (issue 14, item 2): this function
+    `lock_fd` is the run's lock taken by the caller before it wrote opt.yaml: this function
     owns it from the call on and closes it whatever happens (launch hands it to the supervisor).
     """
     from yolotui.jobs.runextras import carried_over

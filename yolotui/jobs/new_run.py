@@ -85,7 +85,7 @@ def prepare_run(options: dict[str, Any]) -> PreparedRun:
     opt, warnings = validate_options(default_options(**options), notes=notes)
     if opt["weights"]:
         warnings += check_weights_file(opt["weights"])
-    check_data(opt["data"])  # issue 14, item 13: bad data or model files fail here, before anything detaches
+    check_data(opt["data"])  # bad data or model files fail here, before anything detaches
     if opt["cfg"]:
         check_model(opt["cfg"])
     hyp = load_hyp(Path(opt["hyp"]))

@@ -1,4 +1,4 @@
-"""Checks made before anything detaches (issue 14, item 13), torch-free and quick.
+"""Checks made before anything detaches, torch-free and quick.
 
 A run used to start in the background and fail a minute later on a data.yaml without images or a model
 YAML naming an unknown module, and `resume` launched before looking at last.pt. These checks run first, in

@@ -112,7 +112,7 @@ def resume(request: ResumeRequest) -> StartedRun:
         from yolotui.jobs.official import resume_official
 
         return resume_official(run_dir, epochs, batch_size, device, workers)
-    # The run's lock first, before anything is read for the decision or written (issue 14, item 2): of two
+    # The run's lock first, before anything is read for the decision or written: of two
     # simultaneous resumes exactly one gets here; the other exits 1 naming the winner.
     if _never_started_queued(run_dir):
         return _requeue(run_dir, request)  # queued again as it was (its launch takes the lock)
@@ -190,7 +190,7 @@ def _prepare(run_dir: Path, request: ResumeRequest, epochs: int | None, batch_si
         raise UserError(f"run {run_dir.name} finished all {planned} epochs: extend it with --epochs N (N > {done})")
     if device is not None:
         device = device_string(parse_device(device))
-    check_resume_checkpoint(last, epochs)  # issue 14, item 13: last.pt's verdict must allow the resume
+    check_resume_checkpoint(last, epochs)  # last.pt's verdict must allow the resume
     opt: dict[str, Any] = load_yaml(run_dir / layout.OPT_YAML, "opt.yaml")
     overrides = {"epochs": epochs, "batch_size": batch_size, "device": device, "workers": workers}
     for key, value in overrides.items():

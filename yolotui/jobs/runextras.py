@@ -1,5 +1,5 @@
 """What every launch may add to run.yaml (train, resume, fine-tune, exec): notification URLs, the stall
-watchdog's timeout, and the logging configuration (issues 16 and 20).
+watchdog's timeout, and the logging configuration.
 
 `RunExtras.entries()` checks them (a bad logging YAML is refused with one line naming the file and the bad key,
 before any folder is made or anything detaches) and returns the run.yaml entries: `notify`, `watchdog`,

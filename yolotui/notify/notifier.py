@@ -1,4 +1,4 @@
-"""Notifications from the supervisor: what a run tells you while you are away (issue 16).
+"""Notifications from the supervisor: what a run tells you while you are away.
 
 The supervisor (never the TUI) sends one notification when a run finishes, fails or is stopped, on every
 restart (its failure class and remedy: "oom: batch 16 -> 8, accumulation x2, resuming at epoch 37 batch

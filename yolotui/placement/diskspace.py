@@ -1,4 +1,4 @@
-"""Disk space: the free-space check before a launch or resume, and the words for a full disk (issue 14, item 12).
+"""Disk space: the free-space check before a launch or resume, and the words for a full disk.
 
 A run needs room for at least two checkpoints (the new last.pt is written beside the old one before the
 rename) plus a margin for logs and events. The size of one checkpoint is taken from the run's own last.pt or

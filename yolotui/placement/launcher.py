@@ -349,7 +349,7 @@ def drop_stale_stop_request(run_dir: Path, launch_started: float) -> None:
     """Remove a stop.request written before this launch began; keep one written since (a stop during start-up).
 
     A `yolotui stop` that arrives while a launch or resume is starting is honoured by the new supervisor at
-    once (issue 14, item 3); an old request left from an earlier life of the folder is not.
+    once; an old request left from an earlier life of the folder is not.
     """
     from yolotui.runs.stoprequest import read_stop_request
 

@@ -101,7 +101,7 @@ def relaunch_plan(run_dir: Path) -> dict[str, Any]:
     env = {str(k): str(v) for k, v in (config.get("env") or {}).items()}
     previous: dict[str, Any] = {"state": status.state if status else None, "attempt": status.attempt if status else 0}
     if status is not None:
-        # Never run a string from status.json (issue 14, item 11): the command is run.yaml's, with only the
+        # Never run a string from status.json: the command is run.yaml's, with only the
         # remedies' known flags and variables re-applied, each value checked.
         changes = trusted_changes(status.remedies or [])
         for flag, value in changes["args"].items():

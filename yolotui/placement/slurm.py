@@ -1,4 +1,4 @@
-"""SLURM as the place where a run's supervisor runs (issue 22): the batch script, submission, job state, control.
+"""SLURM as the place where a run's supervisor runs: the batch script, submission, job state, control.
 
 This is a launcher, not a trainer backend: `yolotui train|resume|finetune|exec --slurm` writes the same run.yaml
 as a local launch, then, instead of starting the supervisor here, writes RUN/slurm.sh and submits it with

@@ -33,7 +33,7 @@ def atomic_open(path: Path, mode: str = "wb") -> Iterator[io.IOBase]:  # typing 
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    refuse_link(path)  # never replace a planted symlink silently (issue 14, item 10)
+    refuse_link(path)  # never replace a planted symlink silently
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, mode) as handle:

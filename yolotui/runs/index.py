@@ -67,7 +67,7 @@ class IndexEntry:
 
 
 def check_home() -> Path:
-    """yolotui's state folder, created if needed; UserError (one line) when it cannot be written (issue 14).
+    """yolotui's state folder, created if needed; UserError (one line) when it cannot be written.
 
     Called before a run folder is made, so an unwritable YOLOTUI_HOME leaves nothing half-made behind.
     """

@@ -1,4 +1,4 @@
-"""Writing into a run folder without following symbolic links (issue 14, item 10).
+"""Writing into a run folder without following symbolic links.
 
 A run folder may be shared or restored from elsewhere; a `train.log` that is a symlink to `~/.bashrc` must
 not make the supervisor append to `~/.bashrc`. Every append to a run file goes through `open_append`, which

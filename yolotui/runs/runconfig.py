@@ -81,7 +81,7 @@ def run_yaml_field(run_dir: Path, key: str) -> Any:
     try:
         if path.stat().st_size > MAX_RUN_YAML_BYTES:
             return None
-        data = safe_yaml.load_file(path)  # bounded aliases too (issue 14, item 9)
+        data = safe_yaml.load_file(path)  # bounded aliases too
     except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
         return None
     return data.get(key) if isinstance(data, dict) else None

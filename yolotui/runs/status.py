@@ -110,7 +110,7 @@ def read_status_checked(run_dir: Path) -> tuple[RunStatus | None, str | None]:
     """(status, problem): the status, or None and one line saying why status.json cannot be used.
 
     The problem is None when the file is absent; else e.g. `unreadable: status.json: started: expected a
-    number` (issue 14, item 7).
+    number`.
     """
     path = status_path(run_dir)
     if not path.exists():
@@ -135,7 +135,7 @@ def write_status_resilient(run_dir: Path, status: RunStatus) -> str | None:
 
     When the atomic write fails for lack of space, the record is rewritten in place into the blocks the old
     status.json already occupies (compact JSON, shorter than the indented file), so the final state (failed,
-    class `disk`) still reaches the disk even when not one new block can be had (issue 14, item 12).
+    class `disk`) still reaches the disk even when not one new block can be had.
     """
     try:
         write_status(run_dir, status)

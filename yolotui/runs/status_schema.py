@@ -2,7 +2,7 @@
 
 `status_problem(data)` returns None for a well-formed status, else one line such as
 `started: expected a number`; readers then show `unreadable: status.json: started: expected a number`
-(`unreadable_line`) and go on with what else they know (issue 14, item 7). Kept free of `dataclasses` and
+(`unreadable_line`) and go on with what else they know. Kept free of `dataclasses` and
 other slow imports: `yolotui ls` uses it.
 """
 

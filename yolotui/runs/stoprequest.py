@@ -3,7 +3,7 @@
 The file is JSON: `requested` (unix seconds), `force` (bool), `grace_s` (seconds, finite, 0 or more) and
 `by` (who asked). Anything else in it, or a file that is not JSON at all, never crashes the reader: each bad
 field falls back to its default (a graceful stop with the default grace) and `problem` says what was ignored,
-for the supervisor's log (issue 14, item 5).
+for the supervisor's log.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ def validate_name(name: str) -> str:
     """Return `name` if it is a safe single folder name, else raise UserError saying why.
 
     Run names are letters, digits, '.', '_' and '-', do not start with '-' (it would read as a flag in the
-    commands yolotui suggests) and have at most 100 characters (issue 14).
+    commands yolotui suggests) and have at most 100 characters.
     """
     if not name or not name.strip():
         raise UserError("run name is empty: give --name a folder name such as 'exp'")
@@ -100,7 +100,7 @@ def create_run_dir(project: Path, name: str, exist_ok: bool = False) -> Path:
 
 
 def claim_run_dir(project: Path, name: str, exist_ok: bool, who: str) -> tuple[Path, int]:
-    """Create the run folder and take its lock for `who`: (folder, lock descriptor) (issue 14, items 2 and 10).
+    """Create the run folder and take its lock for `who`: (folder, lock descriptor).
 
     Nothing in the folder is touched before the lock is ours; a reused folder (`exist_ok`) then has the
     earlier run's logs and records set aside (`set_aside_previous`). RunBusy names the owner when another
@@ -126,7 +126,7 @@ PREVIOUS_FILES = ("status.json", "events.jsonl", "results.csv", "train.log", "su
 def set_aside_previous(run_dir: Path) -> Path | None:
     """Move an earlier run's logs and records into `previous-<time>/` so a new run never mixes with them.
 
-    Used when `--exist-ok` reuses a folder (issue 14, item 10); returns the folder they went to, or None when
+    Used when `--exist-ok` reuses a folder; returns the folder they went to, or None when
     there was nothing to move. Symlinks are moved as links, never followed.
     """
     import time

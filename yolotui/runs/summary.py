@@ -193,7 +193,7 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
         problem = status_problem(status)
         problem = unreadable_line(STATUS_JSON, problem) if problem else None
     if problem is not None:
-        status = None  # one bad field must not take down the table (issue 14, item 7)
+        status = None  # one bad field must not take down the table
     recorded = str(status.get("state")) if status is not None and status.get("state") else None
     job = slurm_job_of(status)
     summary = RunSummary(name=name or (status or {}).get("name") or os.path.basename(folder), path=folder,

@@ -128,7 +128,7 @@ def orphaned_processes(run_dir: Path, status: RunStatus | None = None) -> list[i
     """The run's live processes when its supervisor is gone (a trainer that kept the lock); [] otherwise.
 
     These are the processes that hold the run's lock open for writing; none of them is the supervisor named
-    in status.json (issue 14, item 1).
+    in status.json.
     """
     run_dir = Path(run_dir)
     if not lock.is_held(run_dir):
@@ -229,7 +229,7 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
                               message=f"run {name} is not running ({state}); nothing to stop")
         return _stop_slurm_job(run_dir, status, force, grace_s, wait, timeout_s)
     if state not in LIVE_STATES:
-        # A launch or resume may be starting right now (issue 14, item 3): the request is honoured by a start-up
+        # A launch or resume may be starting right now: the request is honoured by a start-up
         # that began before it, and we wait a moment for that start-up to take the lock.
         request_stop(run_dir, force, grace_s)
         if not _wait_for_startup(run_dir, STARTUP_WAIT_S if wait else 0.0, status):

@@ -20,7 +20,7 @@ KILLED = "killed"
 CRASH = "crash"
 HANG = "hang"  # no progress: the stall watchdog stopped the trainer (yolotui/supervisor/watchdog.py)
 HOST_OOM = "host-oom"  # SIGKILL from the kernel's OOM killer (yolotui/supervisor/hostoom.py)
-DISK = "disk"  # out of disk space or quota: never retried (issue 14, item 12)
+DISK = "disk"  # out of disk space or quota: never retried
 
 
 @dataclass

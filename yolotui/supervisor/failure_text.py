@@ -10,8 +10,8 @@ from __future__ import annotations
 # Lower-case fragments. Out of memory: also when a DataLoader worker re-raises it ("Caught OutOfMemoryError"),
 # and cuDNN's ways of saying it has no memory for a workspace (as ultralytics 8.4.53 treats them): its internal
 # error and "unable to find an engine" are what a convolution reports when its workspace allocation failed.
-# Only accelerator memory: a host (CPU) allocation failure is not `oom` and gets no CUDA remedies (issue 14,
-# item 15); torch words both as "OutOfMemoryError", so the bare class name counts only beside a device word.
+# Only accelerator memory: a host (CPU) allocation failure is not `oom` and gets no CUDA remedies;
+# torch words both as "OutOfMemoryError", so the bare class name counts only beside a device word.
 OOM_TEXT = ("cuda out of memory", "cublas_status_alloc_failed", "cudnn_status_alloc_failed",
             "cudnn_status_not_enough_workspace", "cudnn_status_internal_error", "unable to find an engine",
             "hip out of memory", "mps backend out of memory")

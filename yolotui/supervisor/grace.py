@@ -1,6 +1,6 @@
 """How long a graceful stop waits before SIGKILL: never less than the run's own step and checkpoint times.
 
-A fixed 30 s grace lost work on a loaded machine where one step took longer (issue 14, item 6). The grace
+A fixed 30 s grace lost work on a loaded machine where one step took longer. The grace
 used is the larger of the one asked for and what the run has shown it needs: the time to finish the step
 under way plus write a checkpoint, from the attempt's `batch` events (seconds per step) and `checkpoint`
 events (seconds to write), with a safety factor. And a checkpoint that is being written (its temporary file

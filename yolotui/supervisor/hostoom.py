@@ -1,4 +1,4 @@
-"""Was the trainer killed by the kernel's OOM killer? Evidence for the `host-oom` failure class (issue 16).
+"""Was the trainer killed by the kernel's OOM killer? Evidence for the `host-oom` failure class.
 
 A SIGKILL nobody in yolotui sent is `host-oom` (remedy: half the data-loader workers and no `--cache ram`,
 then resume) when one of these holds, else it stays `killed`:

@@ -1,4 +1,4 @@
-"""Logging the way users configure it (issue 20): a `logging.config.dictConfig` YAML, levels, default handlers.
+"""Logging the way users configure it: a `logging.config.dictConfig` YAML, levels, default handlers.
 
 The supervisor and the trainer log through `logging` under named loggers: `yolotui.supervisor`,
 `yolotui.trainer`, `yolotui.data`, `yolotui.ddp`. With nothing configured, each process has one default

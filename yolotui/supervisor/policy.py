@@ -161,7 +161,7 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
 
 def _disk_full_decision(event_class: str | None, event_message: str, record: dict[str, Any],
                         run_config: dict[str, Any], how: str) -> Decision | None:
-    """Class `disk` (no retry) when the attempt failed for lack of disk space (issue 14, item 12)."""
+    """Class `disk` (no retry) when the attempt failed for lack of disk space."""
     from yolotui.placement import diskspace
 
     if event_class not in (None, DISK, "io", CRASH):

@@ -73,7 +73,7 @@ WRITE_SETTLE_S = 5.0  # after a checkpoint write seen during a stop, the trainer
 LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
 LOCK_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
 
-# Signals that would end the supervisor by default but mean nothing to it: logged and ignored (issue 14, item 4).
+# Signals that would end the supervisor by default but mean nothing to it: logged and ignored.
 STRAY_SIGNALS = tuple(getattr(signal, name) for name in (
     "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGPIPE", "SIGIO", "SIGPWR", "SIGXCPU", "SIGXFSZ",
     "SIGSTKFLT") if hasattr(signal, name))
@@ -99,7 +99,7 @@ LOG = logging.getLogger("yolotui.supervisor")
 def log(message: str, level: int = logging.INFO) -> None:
     """A record of the `yolotui.supervisor` logger: by default a timestamped line on the supervisor's own log
     (its stdout is RUN/supervisor.log); a --log-config adds its handlers (yolotui/supervisor/logconfig.py). Never
-    raises: logging's handlers swallow write errors such as a full disk (issue 14, item 12)."""
+    raises: logging's handlers swallow write errors such as a full disk."""
     LOG.log(level, message)
 
 
@@ -123,7 +123,7 @@ class Supervisor:
         self.write_seen_at = 0.0  # when a checkpoint write was last seen under way during a stop
         self.stop_mtime_ns: int | None = None  # of the stop.request acted on; a newer one may force the stop
         self.notifier = notifications.Notifier(notifications.Targets(), log=log)
-        self.watch: StallWatch | None = None  # the stall watchdog of the current attempt (issue 16)
+        self.watch: StallWatch | None = None  # the stall watchdog of the current attempt
         self.memory: MemoryWatch | None = None  # host memory of the current attempt, for host-oom
         self.best_seen = 0.0
         self.watchdog = WatchdogSettings()
@@ -143,7 +143,7 @@ class Supervisor:
         def on_stray_signal(signum, _frame):
             self.stray_signals.append(signum)  # logged from the poll loop: no I/O inside a handler
 
-        for sig in STRAY_SIGNALS:  # issue 14, item 4: a stray signal never kills the supervisor silently
+        for sig in STRAY_SIGNALS:  # a stray signal never kills the supervisor silently
             signal.signal(sig, on_stray_signal)
         if self.libc is not None:
             # Orphans of the trainer are re-parented to us and reaped, even where PID 1 reaps nothing.
@@ -262,7 +262,7 @@ class Supervisor:
     def spawn(self, argv: list[str], env: dict[str, str]) -> None:
         """Start the trainer in its own session/process group, stdout and stderr appended to train.log."""
         cwd = self.config.get("cwd") or str(self.run_dir)
-        log_fd = open_append(self.run_dir / TRAIN_LOG)  # never through a symlink (issue 14, item 10)
+        log_fd = open_append(self.run_dir / TRAIN_LOG)  # never through a symlink
         try:
             self.trainer = subprocess.Popen(  # an argv list from run.yaml, never a shell
                 argv,
@@ -300,7 +300,7 @@ class Supervisor:
                 time.sleep(POLL_S)
 
     def watch_step(self) -> None:
-        """One look at the attempt's progress and memory; escalates a stall (issue 16)."""
+        """One look at the attempt's progress and memory; escalates a stall."""
         self.notifier.poll()
         self.watch_count += 1
         if self.memory is not None and self.watch_count % MEMORY_EVERY == 0:
@@ -564,7 +564,7 @@ class Supervisor:
             record.update(failure_class=decision.failure_class, message=decision.message,
                           remedy=decision.remedy, changes=decision.changes, settings=decision.settings,
                           retry_at=time.time() + decision.delay_s if decision.retry else None)
-            if decision.failure_class is not None:  # issue 7: every classified failure is also an event
+            if decision.failure_class is not None:  # every classified failure is also an event
                 try:
                     remedies.record_remedy_event(self.run_dir, attempt, decision)
                 except (OSError, UserError) as exc:  # a full disk or a planted link: the status still says it

@@ -1,4 +1,4 @@
-"""The stall watchdog: a trainer that makes no progress is a failure of class `hang` (issue 16).
+"""The stall watchdog: a trainer that makes no progress is a failure of class `hang`.
 
 Progress is a new event in events.jsonl (batch, epoch, checkpoint ...) for the yolotui engine, and growth of
 train.log for commands that write no events (`exec`, the official train_dual.py). The trainer is stalled when

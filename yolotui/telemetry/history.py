@@ -58,7 +58,7 @@ class History:
         return [snapshot.ts for snapshot in self._snapshots]
 
 
-HISTORY_S = 600.0  # the GPU panel keeps ten minutes (issue 16)
+HISTORY_S = 600.0  # the GPU panel keeps ten minutes
 
 
 def samples_for(seconds: float, interval_s: float | None, floor: int = 60) -> int:

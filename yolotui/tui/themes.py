@@ -96,7 +96,7 @@ SETTING_TYPES: dict[str, type] = {"theme": str}
 
 def load_settings_checked() -> tuple[dict[str, Any], list[str]]:
     """(settings, what was ignored): a broken settings.yaml (not UTF-8, not YAML, a wrongly typed field) never
-    stops the TUI; it starts with the defaults and says, one line per problem, what it ignored (issue 14)."""
+    stops the TUI; it starts with the defaults and says, one line per problem, what it ignored."""
     path = settings_path()
     try:
         data = safe_yaml.load_file(path)

@@ -29,7 +29,7 @@ def edit_opt_yaml(path: Path, changes: dict[str, Any]) -> dict[str, list[Any]]:
     if path.stat().st_size > MAX_BYTES:
         raise UserError(f"{path}: larger than {MAX_BYTES // 1024} KiB, not an opt.yaml; fix or recreate the run")
     try:
-        opt = safe_yaml.load_file(path)  # bounded aliases too (issue 14, item 9)
+        opt = safe_yaml.load_file(path)  # bounded aliases too
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not valid YAML ({exc}); fix it before resuming") from exc
     if not isinstance(opt, dict):

@@ -51,7 +51,7 @@ def classify_exception(exc: BaseException) -> str:
     if any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain) \
             or "no space left on device" in text:
         return DISK
-    if by_text == OOM:  # CUDA/cuDNN memory only: a host allocation failure is a crash (issue 14, item 15)
+    if by_text == OOM:  # CUDA/cuDNN memory only: a host allocation failure is a crash
         return OOM
     if any(isinstance(e, ConnectionError) for e in chain) or any(name in _COMM_TYPES for name in names) \
             or by_text == COMM or any(word in text for word in ("nccl", "gloo", "c10d")):

@@ -1,4 +1,4 @@
-"""A freeze that freezes (issue 16): frozen layers stay bit-identical through a fine-tune.
+"""A freeze that freezes: frozen layers stay bit-identical through a fine-tune.
 
 `requires_grad=False` alone keeps a frozen layer's weights, but not its BatchNorm running statistics: in train
 mode every forward pass moves them (yolov9#589, ultralytics#9391), the EMA copy follows them, and the EMA's

@@ -35,7 +35,7 @@ SLOW_POLL_S = 2.0  # lock state and ages change without a file event
 MIN_GAP_S = 0.05
 PAINT_GAP_S = 0.25  # news (an epoch, a state change) is painted within this
 ROUTINE_GAP_S = 1.0  # batch progress, log lines and GPU samples share at most one frame a second
-GPU_HISTORY_S = 600.0  # the GPU panel keeps ten minutes of samples (issue 16)
+GPU_HISTORY_S = 600.0  # the GPU panel keeps ten minutes of samples
 PIDS_TTL_S = 10.0  # one minute at one sample a second
 
 
@@ -269,7 +269,7 @@ class DashboardScreen(Screen):
         self.request_refresh()
 
     def action_cycle_log_level(self) -> None:
-        """Filter the log pane by level: all lines, then INFO, WARNING, ERROR and above (issue 20)."""
+        """Filter the log pane by level: all lines, then INFO, WARNING, ERROR and above."""
         log = self.query_one("#log", LogTail)
         level = log.cycle_level()
         log.border_title = "train.log" + (f" ≥ {level}" if level else "")

@@ -232,7 +232,7 @@ class GpuPanel(Panel):
         self.set_text(text)
 
     def _memory(self, text: Text, host: Any, width: int) -> None:
-        """Host RAM and swap bars, each with the run's own share (issue 16)."""
+        """Host RAM and swap bars, each with the run's own share."""
         for label, used_key, total_key, own_key in (("ram ", "mem_used_mb", "mem_total_mb", "run_rss_mb"),
                                                     ("swap", "swap_used_mb", "swap_total_mb", "run_swap_mb")):
             used, total = getattr(host, used_key, None), getattr(host, total_key, None)
