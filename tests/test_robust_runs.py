@@ -231,6 +231,39 @@ def test_force_overrides_a_pending_graceful_stop_at_once(tmp_path):
     assert not procs.is_alive(trainer)
 
 
+def test_a_supervisor_ending_between_status_read_and_lock_check_is_not_interrupted(tmp_path):
+    """The forced-stop race: status.json read as `stopping`, then the supervisor wrote `stopped` and let go of
+    the lock before the lock was looked at. The state shown is the supervisor's final word, not interrupted."""
+    from yolotui.runs.status import RunStatus, write_status
+
+    run_dir = create_run_dir(tmp_path / "proj", "exp")
+    write_status(run_dir, RunStatus(name="exp", state="stopped"))
+    stale = RunStatus(name="exp", state="stopping", supervisor_pid=os.getpid())
+    assert effective_state(run_dir, stale) == "stopped"
+    write_status(run_dir, RunStatus(name="exp", state="running"))  # a supervisor that really died
+    assert effective_state(run_dir, stale) == "interrupted"
+
+
+def test_ls_sees_the_final_state_of_a_supervisor_that_ended_while_it_looked(tmp_path, monkeypatch):
+    from yolotui.runs import summary
+    from yolotui.runs.status import RunStatus, write_status
+
+    run_dir = create_run_dir(tmp_path / "proj", "exp")
+    write_status(run_dir, RunStatus(name="exp", state="stopping", supervisor_pid=os.getpid()))
+    real = summary.derived_state
+    looks = []
+
+    def supervisor_ends_meanwhile(*args, **kwargs):
+        looks.append(args[1])
+        if len(looks) == 1:
+            write_status(run_dir, RunStatus(name="exp", state="stopped"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(summary, "derived_state", supervisor_ends_meanwhile)
+    assert summary.summarize(run_dir).state == "stopped"
+    assert looks == ["stopping", "stopped"]
+
+
 @pytest.mark.parametrize("grace", [math.nan, math.inf, -1.0])
 def test_nan_inf_and_negative_grace_are_refused(tmp_path, grace):
     run_dir = start(tmp_path, [PY, "-c", STUBBORN])

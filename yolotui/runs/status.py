@@ -200,8 +200,16 @@ def effective_state(run_dir: Path, status: RunStatus | None = None) -> str:
     status = status if status is not None else read_status(run_dir)
     if status is None:
         return state_of(run_dir, None)
-    return state_of(run_dir, status.state, slurm_job_of(status), updated=status.updated,
-                    supervisor_pid=status.supervisor_pid, launching=bool(status.launching))
+    state = state_of(run_dir, status.state, slurm_job_of(status), updated=status.updated,
+                     supervisor_pid=status.supervisor_pid, launching=bool(status.launching))
+    if state == INTERRUPTED and status.state in LIVE_STATES:
+        # The status was read before the lock was looked at: a supervisor that wrote its final state and
+        # exited in between left a free lock beside a stale live state. It always writes the end before it
+        # lets go of the lock, so a second read, after the lock was seen free, is the truth.
+        fresh = read_status(run_dir)
+        if fresh is not None and fresh.state != status.state and fresh.state not in LIVE_STATES:
+            return state_of(run_dir, fresh.state, slurm_job_of(fresh))
+    return state
 
 
 def slurm_job_of(status: RunStatus | dict | None) -> str | None:

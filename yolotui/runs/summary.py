@@ -20,7 +20,9 @@ from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
     FINISHED,
+    INTERRUPTED,
     LAST_PT,
+    LIVE_STATES,
     RESULTS_CSV,
     STATUS_JSON,
     STOPPED,
@@ -185,21 +187,27 @@ def _checkpoint_mtime(folder: str) -> float | None:
 def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, float | None]:
     """(summary, state as recorded in status.json, checkpoint mtime)."""
     status_file = os.path.join(folder, STATUS_JSON)
-    status = read_json(status_file)
-    problem = None
-    if status is None and os.path.exists(status_file):
-        problem = unreadable_line(STATUS_JSON, "not valid JSON")
-    elif status is not None:
-        problem = status_problem(status)
-        problem = unreadable_line(STATUS_JSON, problem) if problem else None
-    if problem is not None:
-        status = None  # one bad field must not take down the table
-    recorded = str(status.get("state")) if status is not None and status.get("state") else None
-    job = slurm_job_of(status)
+    for _look in range(2):
+        status = read_json(status_file)
+        problem = None
+        if status is None and os.path.exists(status_file):
+            problem = unreadable_line(STATUS_JSON, "not valid JSON")
+        elif status is not None:
+            problem = status_problem(status)
+            problem = unreadable_line(STATUS_JSON, problem) if problem else None
+        if problem is not None:
+            status = None  # one bad field must not take down the table
+        recorded = str(status.get("state")) if status is not None and status.get("state") else None
+        job = slurm_job_of(status)
+        state = derived_state(folder, recorded, job, updated=(status or {}).get("updated"),
+                              supervisor_pid=(status or {}).get("supervisor_pid"),
+                              launching=bool((status or {}).get("launching")))
+        # A free lock beside a live state read before it: the supervisor may have written its end and exited
+        # in between (it always writes first), so one more read settles it.
+        if not (state == INTERRUPTED and recorded in LIVE_STATES):
+            break
     summary = RunSummary(name=name or (status or {}).get("name") or os.path.basename(folder), path=folder,
-                         state=derived_state(folder, recorded, job, updated=(status or {}).get("updated"),
-                                             supervisor_pid=(status or {}).get("supervisor_pid"),
-                                             launching=bool((status or {}).get("launching"))))
+                         state=state)
     if job:
         from yolotui.runs import slurm_state as slurm
 

@@ -277,6 +277,8 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
         time.sleep(POLL_S)
 
     seconds = time.monotonic() - started
+    if state not in LIVE_STATES:
+        status = read_status(run_dir) or status  # the supervisor's final word, with its stop record
     record = (status.stop if status is not None else None) or {}
     term_sent = bool(record.get("term_sent")) or (direct_term is not None and not force)
     kill_sent = bool(record.get("kill_sent")) or direct_kill
