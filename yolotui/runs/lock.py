@@ -22,6 +22,7 @@ from pathlib import Path
 from yolotui.errors import UserError
 from yolotui.runs.layout import LOCK_FILE
 
+SUPERVISOR_WAIT_S = 1.0  # readers probe the lock for microseconds: a supervisor retries this long first
 LOCK_FD_FLAG = "--lock-fd"  # tells the supervisor which inherited descriptor holds the run's lock
 
 CLAIM_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
@@ -178,3 +179,28 @@ def holders(run_dir: Path) -> list[int]:
                 found.append(int(entry.name))
                 break
     return sorted(found)
+
+
+def acquire_within(run_dir: Path, wait_s: float = SUPERVISOR_WAIT_S) -> int | None:
+    """Take RUN/.lock, retrying for `wait_s` past readers' momentary shared probes; None if really held."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        fd = acquire(run_dir)
+        if fd is not None:
+            return fd
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.05)
+
+
+def adopt(run_dir: Path, fd: int) -> int | None:
+    """Take over the lock descriptor the launcher handed down; None unless it really is RUN/.lock, held."""
+    try:
+        mine, expected = os.fstat(fd), os.stat(lock_path(run_dir))
+        if (mine.st_dev, mine.st_ino) != (expected.st_dev, expected.st_ino):
+            return None
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already (same open file): succeeds at once
+    except OSError:
+        return None
+    os.set_inheritable(fd, False)
+    return fd

@@ -24,7 +24,6 @@ forced), SIGKILL after the grace period, records both times in status.json's `st
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import shlex
@@ -43,7 +42,6 @@ from yolotui.runs import lock
 from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
-    QUEUED,
     RESTARTING,
     RUNNING,
     STOP_REQUEST,
@@ -53,63 +51,29 @@ from yolotui.runs.layout import (
 )
 from yolotui.runs.lock import LOCK_FD_FLAG
 from yolotui.runs.manifest import reconcile_run
-from yolotui.runs.nofollow import append_bytes, open_append
+from yolotui.runs.nofollow import append_bytes
 from yolotui.runs.runconfig import handles_save_signal, read_run_config
 from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status_resilient
-from yolotui.runs.stoprequest import read_stop_request
 from yolotui.supervisor import policy, remedies
-from yolotui.supervisor.grace import checkpoint_being_written, effective_grace
+from yolotui.supervisor.children import POLL_S, TrainerChildren, load_libc
 from yolotui.supervisor.hostoom import MemoryWatch
+from yolotui.supervisor.log import LOG, log, now_iso  # noqa: F401 (LOG, log: this module's API too)
+from yolotui.supervisor.queued import QueueWait
+from yolotui.supervisor.stopping import StopHandling
 from yolotui.supervisor.watchdog import StallWatch, WatchdogSettings
 from yolotui.usersettings import load_user_settings
 
-POLL_S = 0.1
-WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks
 FINAL_NOTIFY_WAIT_S = 10.0  # how long the ended run waits for its last notification before releasing the lock
 MEMORY_EVERY = 4  # the memory sampler (a /proc scan) looks every 4th time: every 2 s
-QUEUE_POLL_S = 2.0  # how often a queued run checks its conditions (YOLOTUI_QUEUE_POLL_S overrides)
-DEFAULT_GRACE_S = 30.0
-WRITE_SETTLE_S = 5.0  # after a checkpoint write seen during a stop, the trainer gets this long to exit
-LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
-LOCK_TRIES = 20  # readers probe the lock for microseconds; retry briefly before concluding it is taken
-
-# Signals that would end the supervisor by default but mean nothing to it: logged and ignored.
-STRAY_SIGNALS = tuple(getattr(signal, name) for name in (
-    "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF", "SIGPIPE", "SIGIO", "SIGPWR", "SIGXCPU", "SIGXFSZ",
-    "SIGSTKFLT") if hasattr(signal, name))
-
-_PR_SET_PDEATHSIG = 1
-_PR_SET_CHILD_SUBREAPER = 36
 
 
-def _libc() -> Any | None:
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
-def _now_iso(ts: float | None = None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts if ts is not None else time.time()))
-
-
-LOG = logging.getLogger("yolotui.supervisor")
-
-
-def log(message: str, level: int = logging.INFO) -> None:
-    """A record of the `yolotui.supervisor` logger: by default a timestamped line on the supervisor's own log
-    (its stdout is RUN/supervisor.log); a --log-config adds its handlers (yolotui/supervisor/logconfig.py). Never
-    raises: logging's handlers swallow write errors such as a full disk."""
-    LOG.log(level, message)
-
-
-class Supervisor:
+class Supervisor(StopHandling, TrainerChildren, QueueWait):
     """Runs the attempts of one run and records them; see the module docstring."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir).resolve()
         self.pid = os.getpid()
-        self.libc = _libc()
+        self.libc = load_libc()
         self.status = RunStatus()
         self.config: dict[str, Any] = {}
         self.trainer: subprocess.Popen | None = None
@@ -129,175 +93,11 @@ class Supervisor:
         self.watchdog = WatchdogSettings()
         self.watch_count = 0
 
-    # -- signals and status ---------------------------------------------------------------------------------
-    def install_signal_handlers(self) -> None:
-        """Ignore hangups; turn SIGTERM/SIGINT to the supervisor into a stop request."""
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
-
-        def on_stop_signal(signum, _frame):
-            self.outside_stop = signum
-
-        signal.signal(signal.SIGTERM, on_stop_signal)
-        signal.signal(signal.SIGINT, on_stop_signal)
-
-        def on_stray_signal(signum, _frame):
-            self.stray_signals.append(signum)  # logged from the poll loop: no I/O inside a handler
-
-        for sig in STRAY_SIGNALS:  # a stray signal never kills the supervisor silently
-            signal.signal(sig, on_stray_signal)
-        if self.libc is not None:
-            # Orphans of the trainer are re-parented to us and reaped, even where PID 1 reaps nothing.
-            self.libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
     def save(self) -> None:
         """Write status.json; on a full disk log it and go on (status.write_status_resilient)."""
         problem = write_status_resilient(self.run_dir, self.status)
         if problem:
             log(f"warning: {problem}")
-
-    def note_stray_signals(self) -> None:
-        """Log the stray signals received since the last poll (they are ignored)."""
-        while self.stray_signals:
-            log(f"ignored {policy.signal_name(self.stray_signals.pop(0))} (not a signal the supervisor acts on)")
-
-    # -- stop handling --------------------------------------------------------------------------------------
-    def stop_wanted(self) -> dict[str, Any] | None:
-        """The pending stop request (from RUN/stop.request or a signal to the supervisor), if any."""
-        request = read_stop_request(self.run_dir / STOP_REQUEST)
-        if self.stop is not None:
-            if request is not None and request.force and not self.stop["force"] \
-                    and request.mtime_ns != self.stop_mtime_ns:
-                self.stop_mtime_ns = request.mtime_ns
-                self.stop["force"] = True  # --force overrides a graceful stop under way, at once
-                log(f"stop forced by {request.by}")
-            return self.stop
-        if request is not None:
-            if request.problem:
-                log(f"warning: {STOP_REQUEST}: {request.problem}")
-            self.stop_mtime_ns = request.mtime_ns
-            fields = {"requested": request.requested, "by": request.by, "force": request.force,
-                      "grace_s": request.grace_s}
-        elif self.outside_stop is not None:
-            fields = {"requested": time.time(), "by": f"{policy.signal_name(self.outside_stop)} to the supervisor",
-                      "force": False, "grace_s": DEFAULT_GRACE_S}
-        else:
-            return None
-        self.stop = {**fields, "term_sent": None, "kill_sent": None}
-        log(f"stop requested by {self.stop['by']} (force={self.stop['force']}, grace {self.stop['grace_s']:g} s)")
-        return self.stop
-
-    def advance_stop(self) -> None:
-        """Send the stop's signals when due: SIGTERM (SIGKILL if forced) now, SIGKILL after the grace."""
-        stop = self.stop
-        if stop is None or self.trainer_pgid is None:
-            return
-        now = time.time()
-        changed = False
-        if stop["term_sent"] is None and stop["kill_sent"] is None:
-            sig = signal.SIGKILL if stop["force"] else signal.SIGTERM
-            self.send_group(sig)
-            stop["kill_sent" if stop["force"] else "term_sent"] = now
-            changed = True
-        elif stop["kill_sent"] is None and stop["force"]:
-            log("stop forced: sending SIGKILL now")
-            self.send_group(signal.SIGKILL)
-            stop["kill_sent"] = now
-            changed = True
-        elif stop["kill_sent"] is None:
-            grace, why = effective_grace(stop["grace_s"], self.run_dir, self.status.attempt)
-            if grace != stop.get("grace_used_s"):
-                stop["grace_used_s"], stop["grace_why"] = grace, why
-                changed = True
-            writing = checkpoint_being_written(self.run_dir)
-            if writing is not None:
-                self.write_seen_at = now
-            if now - stop["term_sent"] >= grace:
-                if writing is not None:
-                    if not stop.get("waiting_for"):
-                        log(f"grace over but {writing.name} is being written: waiting for it before SIGKILL")
-                        stop["waiting_for"] = writing.name
-                        changed = True
-                elif now - self.write_seen_at >= WRITE_SETTLE_S:  # let it exit after its write
-                    log(f"trainer still running {grace:g} s after SIGTERM ({why}): sending SIGKILL")
-                    self.send_group(signal.SIGKILL)
-                    stop["kill_sent"] = now
-                    changed = True
-        if changed or self.status.state != STOPPING:
-            self.status.state = STOPPING
-            self.status.stop = dict(stop)
-            self.save()
-
-    def send_group(self, sig: int) -> None:
-        """Signal the trainer's process group, remembering that we sent it."""
-        if self.trainer_pgid is None:
-            return
-        self.signals_sent.append(int(sig))
-        if procs.signal_group(self.trainer_pgid, sig):
-            log(f"sent {policy.signal_name(sig)} to process group {self.trainer_pgid}")
-
-    # -- children -------------------------------------------------------------------------------------------
-    def reap(self) -> None:
-        """Collect every exited child (the trainer, and orphans handed to us as subreaper)."""
-        while True:
-            try:
-                pid, wait_status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if self.trainer is not None and pid == self.trainer.pid:
-                self.trainer_wait_status = wait_status
-                self.trainer.returncode = os.waitstatus_to_exitcode(wait_status)
-            elif self.notifier.reaped(pid, wait_status):
-                self.status.notifications = dict(self.notifier.counts)
-
-    def child_setup(self) -> None:
-        """Runs in the forked child before exec: default SIGHUP, die with the supervisor (Linux)."""
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
-        if self.libc is not None:
-            self.libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != self.pid:  # the supervisor died before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    def spawn(self, argv: list[str], env: dict[str, str]) -> None:
-        """Start the trainer in its own session/process group, stdout and stderr appended to train.log."""
-        cwd = self.config.get("cwd") or str(self.run_dir)
-        log_fd = open_append(self.run_dir / TRAIN_LOG)  # never through a symlink
-        try:
-            self.trainer = subprocess.Popen(  # an argv list from run.yaml, never a shell
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=log_fd,
-                stderr=subprocess.STDOUT,
-                cwd=cwd,
-                env=env,
-                close_fds=True,
-                pass_fds=(self.lock_fd,) if self.lock_fd is not None else (),  # the trainer keeps the run owned
-                start_new_session=True,
-                preexec_fn=self.child_setup,  # safe: the supervisor is single-threaded
-            )
-        finally:
-            os.close(log_fd)
-        self.trainer_pgid = self.trainer.pid
-        self.trainer_wait_status = None
-
-    def tick(self) -> None:
-        """Called on every poll while the trainer runs; subclasses act on their own requests here."""
-
-    def wait_for_trainer(self) -> None:
-        """Poll until the trainer exits, acting on stop requests as they come, watching for stalls."""
-        next_watch = 0.0
-        while self.trainer_wait_status is None:
-            self.note_stray_signals()
-            self.tick()
-            if self.stop_wanted() is not None:
-                self.advance_stop()
-            self.reap()
-            if self.trainer_wait_status is None and time.monotonic() >= next_watch:
-                next_watch = time.monotonic() + WATCH_INTERVAL_S
-                self.watch_step()
-            if self.trainer_wait_status is None:
-                time.sleep(POLL_S)
 
     def watch_step(self) -> None:
         """One look at the attempt's progress and memory; escalates a stall."""
@@ -323,30 +123,6 @@ class Supervisor:
         if sig is not None:
             log(f"stall watchdog: sending {policy.signal_name(sig)}")
             self.send_group(sig)
-
-    def clear_group(self) -> None:
-        """Signal what is left of the trainer's process group after the trainer exited, and reap it."""
-        pgid = self.trainer_pgid
-        if pgid is None or not procs.group_members(pgid):
-            return
-        log(f"processes left in group {pgid} after the trainer exited: sending SIGTERM")
-        procs.signal_group(pgid, signal.SIGTERM)
-        if self.stop is None:
-            grace = LEFTOVER_GRACE_S
-        else:
-            grace = 0.0 if self.stop["force"] else min(LEFTOVER_GRACE_S, self.stop["grace_s"])
-        deadline = time.time() + grace
-        while procs.group_members(pgid) and time.time() < deadline:
-            self.reap()
-            time.sleep(POLL_S)
-        if procs.group_members(pgid):
-            log(f"sending SIGKILL to what is left of group {pgid}")
-            procs.signal_group(pgid, signal.SIGKILL)
-            deadline = time.time() + 5.0
-            while procs.group_members(pgid) and time.time() < deadline:
-                self.reap()
-                time.sleep(POLL_S / 2)
-        self.reap()
 
     # -- train.log markers ----------------------------------------------------------------------------------
     def marker(self, text: str) -> None:
@@ -403,57 +179,6 @@ class Supervisor:
         if self.notifier.counts["sent"] or self.notifier.counts["failed"]:
             self.status.notifications = dict(self.notifier.counts)
             self.save()
-
-    # -- the queue ------------------------------------------------------------------------------------------
-    def wait_in_queue(self) -> bool:
-        """Wait in state `queued` until run.yaml's `queue` conditions hold; False when the run ended instead.
-
-        Polls every YOLOTUI_QUEUE_POLL_S seconds (default 2), acting on stop requests within POLL_S. The
-        decision to start and the GPU claim are written under the queue's decision lock (yolotui.placement.queue).
-        """
-        from yolotui.placement import queue
-        from yolotui.telemetry.gpu import GpuSampler
-
-        spec = self.config.get("queue")
-        if not spec:
-            return True
-        interval = float(os.environ.get("YOLOTUI_QUEUE_POLL_S") or QUEUE_POLL_S)
-        created = float(self.config.get("created") or time.time())
-        sampler = GpuSampler()
-        self.status.state = QUEUED
-        self.status.started = None
-        self.status.queue = {"spec": spec, "reason": queue.describe(spec), "since": time.time(),
-                             "waiting_on": None, "gpus": None, "claimed": None}
-        self.save()
-        log(f"queued: {queue.describe(spec)}")
-        try:
-            while True:
-                if self.stop_wanted() is not None:
-                    self.finish(STOPPED, "stopped while queued; it never started")
-                    return False
-                with queue.decision_lock():
-                    verdict = queue.check(spec, self.run_dir, created, sampler)
-                    if verdict.ready:
-                        self.status.queue.update(reason=verdict.reason, waiting_on=None, claimed=verdict.gpus,
-                                                 started=time.time())
-                        self.save()  # the claim is on disk before another queued run decides
-                        log(f"queue: starting ({verdict.reason})")
-                        return True
-                if verdict.impossible:
-                    self.finish(FAILED, f"not started: {verdict.reason}", failure_class="queue")
-                    return False
-                if (verdict.reason, verdict.waiting_on) != (self.status.queue.get("reason"),
-                                                            self.status.queue.get("waiting_on")):
-                    self.status.queue.update(reason=verdict.reason, waiting_on=verdict.waiting_on, gpus=verdict.gpus)
-                    self.status.message = verdict.reason
-                    self.save()
-                    log(f"queue: {verdict.reason}")
-                deadline = time.time() + interval
-                while time.time() < deadline and self.stop_wanted() is None:
-                    self.note_stray_signals()
-                    time.sleep(POLL_S)
-        finally:
-            sampler.close()
 
     def begin(self) -> int:
         """Read run.yaml and reset status.json for a new life of the run; returns the attempt limit."""
@@ -518,7 +243,7 @@ class Supervisor:
             self.status.attempt = attempt
             self.status.attempts.append(record)
             events_offset = _size(self.run_dir / EVENTS_JSONL)
-            self.marker(f"attempt {attempt}/{max_attempts} started {_now_iso()}: {_display(argv)}")
+            self.marker(f"attempt {attempt}/{max_attempts} started {now_iso()}: {_display(argv)}")
             self.signals_sent = []
             log_offset = _size(self.run_dir / TRAIN_LOG)  # this attempt's output starts here
             self.watch = StallWatch(watchdog, self.run_dir / EVENTS_JSONL, events_offset, self.run_dir / TRAIN_LOG,
@@ -575,7 +300,7 @@ class Supervisor:
                 uncounted += 1
                 record["counted"] = False
             how = policy.describe_exit(record["exit_code"], record["exit_signal"])
-            self.marker(f"attempt {attempt} ended {_now_iso()}: {how}; {decision.remedy or decision.state}")
+            self.marker(f"attempt {attempt} ended {now_iso()}: {how}; {decision.remedy or decision.state}")
             log(f"attempt {attempt} ended: {how} -> {decision.failure_class or decision.state}; {decision.remedy}")
             if not decision.retry:
                 self.finish(decision.state, decision.message, record, decision.failure_class)
@@ -654,35 +379,8 @@ def apply_logging(entry: dict[str, Any] | None) -> None:
         log(f"logging configuration from run.yaml not applied: {exc}", logging.WARNING)
 
 
-def acquire_lock(run_dir: Path, wait_s: float = LOCK_TRIES * 0.05) -> int | None:
-    """Take RUN/.lock, retrying for `wait_s` past readers' momentary shared probes; None if really held."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        fd = lock.acquire(run_dir)
-        if fd is not None:
-            return fd
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(0.05)
-
-
-def adopt_lock(run_dir: Path, fd: int) -> int | None:
-    """Take over the lock descriptor the launcher handed down; None unless it really is RUN/.lock, held."""
-    import fcntl
-
-    try:
-        mine, expected = os.fstat(fd), os.stat(lock.lock_path(run_dir))
-        if (mine.st_dev, mine.st_ino) != (expected.st_dev, expected.st_ino):
-            return None
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already (same open file): succeeds at once
-    except OSError:
-        return None
-    os.set_inheritable(fd, False)
-    return fd
-
-
 def main(argv: list[str] | None = None, supervisor_class: type[Supervisor] = Supervisor,
-         module: str = "yolotui.supervisor.process", lock_wait_s: float = LOCK_TRIES * 0.05) -> int:
+         module: str = "yolotui.supervisor.process", lock_wait_s: float = lock.SUPERVISOR_WAIT_S) -> int:
     """Entry point: supervise the run folder given as the only argument (with `supervisor_class`); waits up to
     `lock_wait_s` for RUN/.lock."""
     args = sys.argv[1:] if argv is None else argv
@@ -697,7 +395,7 @@ def main(argv: list[str] | None = None, supervisor_class: type[Supervisor] = Sup
     if not run_dir.is_dir():
         print(f"supervisor: {run_dir} is not a folder", file=sys.stderr)
         return 2
-    fd = adopt_lock(run_dir, inherited) if inherited is not None else acquire_lock(run_dir, lock_wait_s)
+    fd = lock.adopt(run_dir, inherited) if inherited is not None else lock.acquire_within(run_dir, lock_wait_s)
     if fd is None:
         log(f"another process holds {run_dir / '.lock'} ({lock.owner(run_dir) or 'unknown'}); exiting")
         return 3
