@@ -251,7 +251,6 @@ def test_a_job_submitted_since_the_cached_listing_is_found(monkeypatch):
     monkeypatch.setattr(slurm_state, "_run", fake_run)
     slurm._CACHE.clear()
     assert slurm.job_info("60") is None  # a fresh listing: not looked for again
-    monkeypatch.setattr(slurm, "MISS_REFRESH_S", -1.0)  # the listing is now "old"
     assert slurm.job_info("61").state == "PENDING"  # submitted by another process since: one more listing
     assert len(calls) == 2
     assert slurm.job_info("62") is None and len(calls) == 3  # gone: one look

@@ -17,7 +17,6 @@ from typing import Any
 
 QUERY_TIMEOUT_S = 10.0
 CACHE_S = 2.0
-MISS_REFRESH_S = 0.5  # unused since a missing job is always looked for once more; kept for old test hooks
 
 PENDING_STATES = frozenset({"PENDING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SUSPENDED"})
 ACTIVE_STATES = frozenset({"RUNNING", "CONFIGURING", "COMPLETING", "STAGE_OUT", "SIGNALING", "RESIZING"})
