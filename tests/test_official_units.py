@@ -12,7 +12,7 @@ import pytest
 from yolotui.backends import get_backend
 from yolotui.backends.base import CommandRequest
 from yolotui.backends.official import backend as official
-from yolotui.backends.official import shim
+from yolotui.backends.official import shim, shim_report
 from yolotui.backends.official.environment import official_env_issues, probe_interpreter
 from yolotui.logtext import LogCleaner, clean_text
 from yolotui.supervisor import policy
@@ -111,14 +111,14 @@ def test_shim_allow_list_admits_official_classes_and_refuses_others():
 def test_shim_drops_rows_and_events_of_the_restarted_epoch_on(tmp_path, start):
     csv = tmp_path / "results.csv"
     csv.write_text("epoch,x\n0,1\n1,2\n2,3\n3,4")  # a torn last row too
-    assert shim.drop_results_from(str(csv), start) == 4 - start
+    assert shim_report.drop_results_from(str(csv), start) == 4 - start
     assert [line.split(",")[0] for line in csv.read_text().splitlines()[1:]] == [str(e) for e in range(start)]
     events = tmp_path / "events.jsonl"
     rows = [{"type": "start"}, {"type": "epoch", "epoch": 0}, {"type": "checkpoint", "epoch": 1},
             {"type": "batch", "epoch": 2}, {"type": "epoch", "epoch": 2}, {"type": "checkpoint", "epoch": 3},
             {"type": "done"}]
     events.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    shim.drop_events_from(str(events), start)
+    shim_report.drop_events_from(str(events), start)
     kept = [json.loads(line) for line in events.read_text().splitlines()]
     assert {"type": "done"} not in kept and kept[0] == {"type": "start"}
     assert all(e.get("epoch", 0) < start or e["type"] == "checkpoint" and e["epoch"] <= start for e in kept[1:])

@@ -313,17 +313,17 @@ def test_results_csv_symlink_is_refused(tmp_path):
 
 
 def test_the_official_shim_does_not_write_through_links(tmp_path):
-    from yolotui.backends.official import shim
+    from yolotui.backends.official import shim_report
 
     victim = tmp_path / "victim.txt"
     victim.write_text("precious\n")
     (tmp_path / "events.jsonl").symlink_to(victim)
     with pytest.raises(OSError):
-        shim.Events(str(tmp_path / "events.jsonl"), 1).emit("batch")
+        shim_report.Events(str(tmp_path / "events.jsonl"), 1).emit("batch")
     results = tmp_path / "results.csv"
     results.write_text("header\n")
     (tmp_path / f"results.csv.tmp.{os.getpid()}").symlink_to(victim)  # a planted temp name
-    shim._atomic_write(str(results), "header\nrow\n")
+    shim_report._atomic_write(str(results), "header\nrow\n")
     assert results.read_text() == "header\nrow\n" and not results.is_symlink()
     assert victim.read_text() == "precious\n"
 

@@ -34,17 +34,9 @@ import sys
 import traceback
 
 if __package__:  # imported as part of yolotui (its tests)
-    from .shim_report import (
-        SHIM_PREFIX,
-        Reporter,
-        say,
-    )
+    from .shim_report import SHIM_PREFIX, Reporter, say
 else:  # run by path in the trainer's interpreter: the sibling file, never the yolotui package
-    from shim_report import (
-        SHIM_PREFIX,
-        Reporter,
-        say,
-    )
+    from shim_report import SHIM_PREFIX, Reporter, say
 
 
 COMPLETED_RE = re.compile(r"(\d+) epochs completed in ([\d.]+) hours")
