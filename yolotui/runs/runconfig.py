@@ -42,21 +42,12 @@ def write_run_config(run_dir: Path, config: dict[str, Any]) -> None:
 
 
 def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """Parse run.yaml; UserError naming the file when it is missing or not a mapping with a command."""
-    import yaml
-
+    """Parse run.yaml (the one bounded YAML reader); UserError naming the file, the line and what to do when it
+    is missing, unreadable, too large, not YAML, not a mapping or without a command."""
     from yolotui import safe_yaml
 
     path = run_yaml_path(run_dir)
-    try:
-        data = safe_yaml.load_file(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc}); is this a yolotui run folder?") from exc
-    except yaml.YAMLError as exc:
-        where = safe_yaml.error_line(exc)
-        raise UserError(f"{path}{where}: not valid YAML; fix or recreate the run") from exc
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a mapping of options; fix or recreate the run")
+    data = safe_yaml.load_mapping(path, "run.yaml", MAX_RUN_YAML_BYTES)
     command = data.get("command")
     if not isinstance(command, list) or not command:
         raise UserError(f"{path}: field 'command' must be a non-empty list of arguments")

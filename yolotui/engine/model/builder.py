@@ -19,7 +19,6 @@ import re
 from pathlib import Path
 
 import torch
-import yaml
 from torch import nn
 
 from yolotui import safe_yaml
@@ -77,15 +76,9 @@ def load_model_yaml(cfg: str | Path | dict) -> tuple[dict, str]:
     from yolotui.configs import resolve_model_cfg
 
     path = resolve_model_cfg(str(cfg))
-    try:
-        data = safe_yaml.load_file(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read model config: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        where = safe_yaml.error_line(exc)
-        raise UserError(f"{path}:{where} is not valid YAML: {getattr(exc, 'problem', exc)}") from exc
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: a model config must be a mapping with nc, backbone and head")
+    data = safe_yaml.load_mapping(path, "model config")
+    if not data:
+        raise UserError(f"model config {path}: empty; a model config is a mapping with nc, backbone and head")
     return data, str(path)
 
 
