@@ -146,6 +146,11 @@ def _walk(data: bytes, max_opcodes: int) -> ScanResult:
             raise PickleScanError("pickle pops an empty stack")
         return stack.pop()
 
+    def top() -> Any:
+        if not stack:
+            raise PickleScanError("pickle pops an empty stack")
+        return stack[-1]
+
     while True:
         if pos >= size:
             raise PickleScanError("pickle is truncated (no STOP opcode)")
@@ -270,29 +275,19 @@ def _walk(data: bytes, max_opcodes: int) -> ScanResult:
         elif op == 0x73:  # SETITEM
             value = pop()
             key = pop()
-            if not stack:
-                raise PickleScanError("pickle pops an empty stack")
-            _set_items(stack[-1], [key, value])
+            _set_items(top(), [key, value])
         elif op == 0x75:  # SETITEMS
             pairs = _pop_mark(stack)
-            if not stack:
-                raise PickleScanError("pickle pops an empty stack")
-            _set_items(stack[-1], pairs)
+            _set_items(top(), pairs)
         elif op == 0x61:  # APPEND
             value = pop()
-            if not stack:
-                raise PickleScanError("pickle pops an empty stack")
-            _append_items(stack[-1], [value])
+            _append_items(top(), [value])
         elif op == 0x65:  # APPENDS
             values = _pop_mark(stack)
-            if not stack:
-                raise PickleScanError("pickle pops an empty stack")
-            _append_items(stack[-1], values)
+            _append_items(top(), values)
         elif op == 0x62:  # BUILD
             state = pop()
-            if not stack:
-                raise PickleScanError("pickle pops an empty stack")
-            if isinstance(stack[-1], Call):
+            if isinstance(top(), Call):
                 stack[-1].state = state
         elif op == 0x47:  # BINFLOAT
             need(8)
@@ -363,9 +358,7 @@ def _walk(data: bytes, max_opcodes: int) -> ScanResult:
         elif op == 0x31:  # POP_MARK
             _pop_mark(stack)
         elif op == 0x32:  # DUP
-            if not stack:
-                raise PickleScanError("pickle pops an empty stack")
-            stack.append(stack[-1])
+            stack.append(top())
         elif op == 0x49:  # INT (also the protocol-0 spelling of True/False)
             text, pos = _line(data, pos)
             if text == b"01":
