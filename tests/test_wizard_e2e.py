@@ -63,6 +63,9 @@ def workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("YOLOTUI_TORCH_THREADS", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    # The first attempt sleeps before every batch (resumed ones do not): a loaded machine cannot run it to its
+    # end between the test seeing epoch 1's checkpoint and its SIGKILL.
+    monkeypatch.setenv("YOLOTUI_STEP_DELAY_S", "4")
     data = make_data(tmp_path / "data", n_train=16, n_val=4, img=64)
     three = yaml.safe_load(data.read_text())
     three["names"] = ["a", "b", "c"]
