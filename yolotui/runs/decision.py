@@ -21,6 +21,7 @@ CRASH = "crash"
 HANG = "hang"  # no progress: the stall watchdog stopped the trainer (yolotui/runs/watchdog.py)
 HOST_OOM = "host-oom"  # SIGKILL from the kernel's OOM killer (yolotui/runs/hostoom.py)
 DISK = "disk"  # out of disk space or quota: never retried (issue 14, item 12)
+GPU_FAULT = "gpu-fault"  # a crash after an Xid or a lost GPU: moved to another GPU or stopped (runs/gpu_fault.py)
 
 DEFAULT_BACKOFF_S = 2.0
 DEFAULT_BACKOFF_MAX_S = 60.0

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.errors import UserError
-from yolotui.runs import lock, policy, procs, remedies
+from yolotui.runs import gpu_monitor, lock, policy, procs, remedies
 from yolotui.runs import notify as notifications
 from yolotui.runs.grace import checkpoint_being_written, effective_grace
 from yolotui.runs.hostoom import MemoryWatch
@@ -126,6 +126,7 @@ class Supervisor:
         self.best_seen = 0.0
         self.watchdog = WatchdogSettings()
         self.watch_count = 0
+        self.gpu: gpu_monitor.GpuMonitor | None = None  # the current attempt's GPU watcher (runs/gpu_monitor.py)
 
     # -- signals and status ---------------------------------------------------------------------------------
     def install_signal_handlers(self) -> None:
@@ -248,6 +249,8 @@ class Supervisor:
                 self.trainer.returncode = os.waitstatus_to_exitcode(wait_status)
             elif self.notifier.reaped(pid, wait_status):
                 self.status.notifications = dict(self.notifier.counts)
+            elif self.gpu is not None:
+                self.gpu.reaped(pid, wait_status)
 
     def child_setup(self) -> None:
         """Runs in the forked child before exec: default SIGHUP, die with the supervisor (Linux)."""
@@ -305,7 +308,9 @@ class Supervisor:
             self.memory.sample(self.trainer_pgid)
         if self.watch is None:
             return
-        for event in self.watch.poll():
+        events = self.watch.poll()
+        gpu_monitor.step(self, events)  # GPU summary, throttle/ECC notifications
+        for event in events:
             fitness = event.get("fitness") if event.get("type") == "epoch" else None
             if isinstance(fitness, (int, float)) and fitness > self.best_seen \
                     and fitness >= float(event.get("best_fitness") or 0.0):  # the trainer's best, not a resume's
@@ -479,6 +484,7 @@ class Supervisor:
         self.status.stop = None
         self.status.notifications = None
         self.status.queue = None
+        self.status.gpu_summary = None
         settings = load_user_settings()
         self.notifier.targets = notifications.targets_for(self.config, settings)
         self.watchdog = WatchdogSettings.from_configs(self.config, settings)
@@ -533,6 +539,7 @@ class Supervisor:
             else:
                 self.status.state = STOPPING if self.stop is not None else RUNNING
                 self.status.trainer_pid = self.trainer.pid
+                self.gpu = gpu_monitor.start(self, attempt)
                 self.save()
                 log(f"attempt {attempt}: started pid {self.trainer.pid}: {_display(argv)}")
                 self.wait_for_trainer()
@@ -557,6 +564,7 @@ class Supervisor:
                      "uncounted_attempts": uncounted, "comm_failures": list(comm_failures),
                      "signals_sent": list(self.signals_sent), "spawn_error": spawn_error,
                      "run_dir": str(self.run_dir), "changes_so_far": changes, "name": self.status.name,
+                     "gpu_fault": gpu_monitor.finish(self),
                      "log_tail": _tail_text(self.run_dir / TRAIN_LOG, log_offset)}
             decision = policy.decide(facts, self.config, attempt_events)
             record.update(failure_class=decision.failure_class, message=decision.message,
