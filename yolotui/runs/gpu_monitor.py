@@ -6,7 +6,7 @@ The supervisor never calls NVML itself: `start` launches `python -m yolotui.tele
 session, stdio pipes), `step` reads whatever lines it wrote (non-blocking, bounded) into a
 telemetry.gpu_summary.GpuSummary, and `finish` closes its stdin (it takes one last sample) and waits at most
 FINISH_WAIT_S for it. The summary is status.json's `gpu_summary` (a list: one entry per attempt of this
-supervisor), written at once when something noteworthy happens, else at most every SAVE_EVERY_S.
+supervisor), written at once when something noteworthy happens, else every SAVE_EVERY_S (or ten samples, if sooner).
 
 YOLOTUI_GPU_SAMPLE_S sets the sampling interval (default 5 s; 0 turns GPU watching off).
 """
@@ -27,6 +27,7 @@ from yolotui.telemetry.gpu_summary import GpuSummary
 
 DEFAULT_INTERVAL_S = 5.0
 SAVE_EVERY_S = 30.0
+SAVE_EVERY_SAMPLES = 10  # and at least every this many samples (a fast test interval saves faster)
 FINISH_WAIT_S = 4.0
 READ_LIMIT = 1 << 20  # bytes read from the watcher per step
 LINE_LIMIT = 1 << 20  # a longer line is garbage, dropped
@@ -157,13 +158,18 @@ class GpuMonitor:
 
 # ---------------------------------------------------------------------------------------- the supervisor's hooks
 
-def start(supervisor: Any, attempt: int) -> GpuMonitor | None:
-    """Start watching the GPUs for `attempt` (None when watching is off or the watcher cannot start)."""
+def start(supervisor: Any, attempt: int, changes: dict[str, Any] | None = None) -> GpuMonitor | None:
+    """Start watching the GPUs for `attempt` (None when watching is off or the watcher cannot start). The run's
+    GPUs are those its processes use; until they show, CUDA_VISIBLE_DEVICES of the attempt (a gpu-fault move
+    sets it) or else the run's device."""
     interval = interval_s()
     if interval <= 0 or supervisor.trainer is None:
         return None
+    env = {**(supervisor.config.get("env") or {}), **((changes or {}).get("env") or {})}
+    visible = str(env.get("CUDA_VISIBLE_DEVICES") or "")
+    device = visible if device_gpus(visible) else supervisor.status.device
     try:
-        monitor = GpuMonitor(attempt, supervisor.trainer.pid, supervisor.status.device, interval)
+        monitor = GpuMonitor(attempt, supervisor.trainer.pid, device, interval)
     except OSError as exc:
         supervisor_log(supervisor, f"GPU watcher not started: {exc}")
         return None
@@ -192,7 +198,7 @@ def step(supervisor: Any, epoch_events: list[dict[str, Any]] = ()) -> None:
             supervisor.notifier.send(notify.make_event("gpu", supervisor.status.name, supervisor.run_dir, text,
                                                        attempt=monitor.summary.attempt, gpu_news=kind))
     now = time.monotonic()
-    if news or now - monitor.last_save >= SAVE_EVERY_S:
+    if news or now - monitor.last_save >= min(SAVE_EVERY_S, SAVE_EVERY_SAMPLES * monitor.interval):
         monitor.last_save = now
         supervisor.save()
 

@@ -539,7 +539,7 @@ class Supervisor:
             else:
                 self.status.state = STOPPING if self.stop is not None else RUNNING
                 self.status.trainer_pid = self.trainer.pid
-                self.gpu = gpu_monitor.start(self, attempt)
+                self.gpu = gpu_monitor.start(self, attempt, changes)
                 self.save()
                 log(f"attempt {attempt}: started pid {self.trainer.pid}: {_display(argv)}")
                 self.wait_for_trainer()

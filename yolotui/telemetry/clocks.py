@@ -61,6 +61,8 @@ def reason_groups(mask: Any, slowdown_only: bool = True) -> list[str]:
     for bit, _, group in REASONS:
         if mask and mask & bit and (not slowdown_only or bit & SLOWDOWN_BITS) and group not in groups:
             groups.append(group)
+    if "hardware slowdown" in groups and ("thermal" in groups or "power brake" in groups):
+        groups.remove("hardware slowdown")  # NVML sets it alongside them: the umbrella, not another cause
     return groups
 
 
