@@ -8,7 +8,8 @@ telemetry.gpu_summary.GpuSummary, and `finish` closes its stdin (it takes one la
 FINISH_WAIT_S for it. The summary is status.json's `gpu_summary` (a list: one entry per attempt of this
 supervisor), written at once when something noteworthy happens, else every SAVE_EVERY_S (or ten samples, if sooner).
 
-YOLOTUI_GPU_SAMPLE_S sets the sampling interval (default 5 s; 0 turns GPU watching off).
+YOLOTUI_GPU_SAMPLE_S sets the sampling interval (default 5 s; 0 turns GPU watching off). A run on the CPU
+(`device: cpu`) is not watched.
 """
 
 from __future__ import annotations
@@ -118,6 +119,9 @@ class GpuMonitor:
                 self.child.stdin.close()
         except OSError:
             pass
+        self.read()
+        if self.latest is None or not self.latest.get("available"):
+            wait_s = 0.0  # no reading yet (nothing registered for Xids either) or no GPU: a last one adds nothing
         deadline = time.monotonic() + wait_s
         while self.child.stdout is not None and not self.child.stdout.closed and time.monotonic() < deadline:
             self.read()
@@ -163,7 +167,7 @@ def start(supervisor: Any, attempt: int, changes: dict[str, Any] | None = None) 
     GPUs are those its processes use; until they show, CUDA_VISIBLE_DEVICES of the attempt (a gpu-fault move
     sets it) or else the run's device."""
     interval = interval_s()
-    if interval <= 0 or supervisor.trainer is None:
+    if interval <= 0 or supervisor.trainer is None or str(supervisor.status.device or "").lower() == "cpu":
         return None
     env = {**(supervisor.config.get("env") or {}), **((changes or {}).get("env") or {})}
     visible = str(env.get("CUDA_VISIBLE_DEVICES") or "")

@@ -40,7 +40,7 @@ class GpuSummary:
         self.device_gpus = sorted({int(g) for g in device_gpus})
         self.interval_s = max(0.01, float(interval_s))
         self.own_gpus: set[int] = set()
-        self.gpus: list[int] = []
+        self.gpus: list[int] = list(self.device_gpus)  # the run's GPUs as far as known
         self.started: float | None = None
         self.updated: float | None = None
         self.last_ts: float | None = None

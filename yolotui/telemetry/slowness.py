@@ -11,7 +11,8 @@ Two sources, either may be missing:
   timings (exec, official, ultralytics), a mean utilisation under LOW_UTIL_PCT % over a few minutes says the GPU
   sits idle much of the time.
 
-When neither holds and something was measured the verdict is `ok` ("not data-bound: ...").
+When the loop timings are known and nothing holds, the verdict is `ok` ("not data-bound: the loop waited 3 %
+of the step for data").
 """
 
 from __future__ import annotations
@@ -78,15 +79,12 @@ def data_advice(loop: dict[str, Any], cpus: int | None = None) -> str:
 def verdicts(loop: Any = None, summary: Any = None, cpus: int | None = None) -> list[Verdict]:
     """The findings, the most telling first; [] when nothing was measured."""
     found: list[Verdict] = []
-    measured = False
     pct = data_wait_pct(loop)
     if pct is not None:
-        measured = True
         if pct >= DATA_BOUND_PCT:
             found.append(Verdict(DATA_BOUND, f"data-bound: the GPU waited {pct:.0f} % of the step for data; "
                                              f"{data_advice(loop, cpus)}", round(pct, 1)))
     if isinstance(summary, dict) and summary.get("samples"):
-        measured = True
         epoch = summary.get("last_epoch") if isinstance(summary.get("last_epoch"), dict) else None
         share = _num((epoch or {}).get("throttled_pct"))
         span = "the epoch" if share is not None else "the run"
@@ -105,14 +103,8 @@ def verdicts(loop: Any = None, summary: Any = None, cpus: int | None = None) -> 
             found.append(Verdict(LOW_UTILISATION, f"the GPU was busy only {util:.0f} % of the time: the run is "
                                                   "likely data- or CPU-bound (more data-loader workers, a RAM "
                                                   "cache)", round(util, 1)))
-    if not found and measured:
-        parts = []
-        if pct is not None:
-            parts.append(f"the loop waited {pct:.0f} % of the step for data")
-        if isinstance(summary, dict) and _num(summary.get("throttled_pct")) is not None:
-            parts.append(f"throttled {_num(summary.get('throttled_pct')):.0f} % of the time")
-        found.append(Verdict(OK, "not data-bound" + (": " + ", ".join(parts) if parts else ""),
-                             round(pct, 1) if pct is not None else None))
+    if not found and pct is not None:
+        found.append(Verdict(OK, f"not data-bound: the loop waited {pct:.0f} % of the step for data", round(pct, 1)))
     return found
 
 
