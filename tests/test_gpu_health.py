@@ -163,6 +163,9 @@ def test_a_crash_after_an_xid_is_a_gpu_fault_moved_or_stopped():
         assert "yolotui resume r --device N" in stopped.remedy
     oom = policy.decide(_record(), config, [{"type": "error", "kind": "oom", "message": "CUDA out of memory"}])
     assert oom.failure_class == "oom"  # a failure with its own class keeps it
+    logged = policy.decide(_record(log_tail="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate"),
+                           {**config, "backend": "exec"}, [])
+    assert logged.failure_class == "oom"
     plain = policy.decide(_record(gpu_fault=None), config, [])
     assert plain.failure_class == "crash"
 
@@ -266,3 +269,17 @@ def test_status_and_doctor_show_the_gpu_summary_and_why_it_is_slow(tmp_path, cap
     text = capsys.readouterr().out
     assert "failure   gpu-fault: exit code 1 after Xid 48" in text
     assert "gpu       GPU 0: throttled" in text and "speed     data-bound" in text
+
+
+def test_nvml_that_loses_its_gpus_mid_run_counts_as_lost():
+    class Gone(FakeNVML):
+        def nvmlDeviceGetCount(self):
+            from fake_nvml import GPU_IS_LOST, NVMLError
+
+            raise NVMLError(GPU_IS_LOST)
+
+    summary = GpuSummary(1, device_gpus=[0])
+    feed(summary, FakeNVML([scenario("healthy")]), 2)
+    snap = GpuSampler(nvml=Gone([scenario("healthy")])).sample()
+    assert not snap.available and "lost" in snap.reason
+    assert summary.add({**snap.to_dict(), "ts": 2000.0, "xids": []}) == ["lost"] and summary.fault

@@ -11,8 +11,8 @@ supervisor's GPU watcher (yolotui/runs/gpu_monitor.py) hands the evidence to the
   trainer's opt.yaml `device` too, since its --resume reads it;
 - else stop, with the reason and what to check.
 
-An `oom`, `nan` or `data` failure stays what it is; a crash, an I/O error or a comm failure after the Xid
-becomes `gpu-fault`. Pure and torch-free.
+An `oom` (named by the trainer or in the log), `nan`, `data` or `disk` failure stays what it is; a crash, an
+I/O error or a comm failure after the Xid becomes `gpu-fault`. Pure and torch-free.
 """
 
 from __future__ import annotations
@@ -73,6 +73,11 @@ def gpu_fault_decision(record: dict[str, Any], run_config: dict[str, Any], event
     facts = record.get("gpu_fault")
     if not isinstance(facts, dict) or event_class not in REPLACEABLE:
         return None
+    if event_class is None:
+        from yolotui.runs.failure_text import classify_text
+
+        if classify_text(record.get("log_tail")) == decision.OOM:  # CUDA's out-of-memory in the log: oom
+            return None
     evidence = evidence_text(facts)
     message = f"{how} after {evidence}"
     name = record.get("name") or run_config.get("name") or ""

@@ -144,14 +144,14 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
                         message=f"{how}, not sent by yolotui",
                         remedy="not retried: something outside yolotui ended it (the OOM killer, a `kill`, "
                                f"a shutdown); resume it when the cause is gone: yolotui resume {shlex.quote(str(name))}".rstrip())
+    disk = _disk_full_decision(event_class, event_message, record, run_config, how)
+    if disk is not None:
+        return disk
     from yolotui.runs.gpu_fault import gpu_fault_decision
 
     fault = gpu_fault_decision(record, run_config, events_since_attempt, event_class, how)
     if fault is not None:  # a crash after an Xid or a lost GPU
         return fault
-    disk = _disk_full_decision(event_class, event_message, record, run_config, how)
-    if disk is not None:
-        return disk
     from yolotui.runs.failure_text import classify_text
 
     log_class = None if event_class else classify_text(record.get("log_tail"))

@@ -4,8 +4,9 @@ Every NVML call goes through `query()`, which turns an NVMLError (or any other f
 ("not available") for that one reading, so an unsupported fan sensor or a permission-restricted power reading
 never hides the rest. Every call runs under a time limit (telemetry/guard.py): a reading that takes over 1 s
 is skipped for that sample (named in the reading's `skipped`) and can never block the caller; an implausible
-answer (negative, huge, the wrong type) is no reading either (telemetry/sanity.py). A missing library or driver, or no GPU at all, gives a snapshot with `available=False`, a reason
-a user can read, and the host's CPU and memory. A GPU that falls off the bus mid-run shows up as a
+answer (negative, huge, the wrong type) is no reading either (telemetry/sanity.py). A missing library or
+driver, or no GPU at all, gives a snapshot with `available=False`, a reason a user can read, and the host's
+CPU and memory. A GPU that falls off the bus mid-run shows up as a
 reading with `error` set; a dead NVML is re-initialised on a later sample.
 
 Beyond temperature, memory, utilisation and power, each reading has the clock-event (throttle) reasons in
@@ -185,6 +186,8 @@ class GpuSampler:
         except OSError as exc:
             self._permanent = True
             return self._fail(f"no NVIDIA GPU: NVML could not be loaded ({exc})")
+        except Exception as exc:  # noqa: BLE001 - a hostile NVML: no readings this time, try again later
+            return self._fail(f"no NVIDIA GPU: NVML failed to start ({type(exc).__name__})")
         self._ready = True
         self._failure = None
         return None
@@ -223,7 +226,8 @@ class GpuSampler:
             return GpuSnapshot(now, False, f"NVML is not answering (a reading took over {self.guard.limit_s:g} s)",
                                [], host)
         except self._error_type() as exc:
-            return GpuSnapshot(now, False, self._lost(f"NVML stopped answering: {_text(exc)}"), [], host)
+            gone = " (a GPU is lost: fell off the bus)" if getattr(exc, "value", None) in ERRORS_DEVICE_GONE else ""
+            return GpuSnapshot(now, False, self._lost(f"NVML stopped answering: {_text(exc)}{gone}"), [], host)
         except Exception as exc:  # noqa: BLE001 - a hostile NVML
             return GpuSnapshot(now, False, f"NVML gave a bad answer: {type(exc).__name__}", [], host)
         if count is None:

@@ -46,7 +46,7 @@ class GpuSummary:
         self.last_ts: float | None = None
         self.samples = 0
         self.seconds = 0.0
-        self.busy_s = 0.0
+        self.observed_s = 0.0  # time with a readable run GPU
         self.throttled_s = 0.0
         self.reasons_s: dict[str, float] = {}
         self.throttled_clock_sum = 0.0
@@ -141,7 +141,7 @@ class GpuSummary:
             self.util_sum += sum(utils) / len(utils) * dt
             self.util_s += dt
         if mine and any(not r.get("error") for r in mine):
-            self.busy_s += dt
+            self.observed_s += dt
             self.epoch_seen_s += dt
         if throttled:
             self.throttled_s += dt
@@ -254,7 +254,7 @@ class GpuSummary:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (status.json's `gpu_summary` entry for this attempt)."""
-        seconds = self.busy_s or self.seconds
+        seconds = self.observed_s or self.seconds
         ecc_new = None
         if self.ecc_new:
             ecc_new = {"corrected": sum(v[0] for v in self.ecc_new.values()),
