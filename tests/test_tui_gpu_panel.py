@@ -93,3 +93,33 @@ def test_gpu_panel_words_in_each_state():
     import asyncio
 
     asyncio.run(check())
+
+
+def test_the_dashboard_shows_the_runs_gpu_summary_and_verdict(tmp_path):
+    """The dashboard feeds the panel the summary in status.json and the last epoch's loop timings."""
+    import asyncio
+
+    from tui_fakes import FakeSampler, rendered, wait_until
+
+    from yolotui.runs.events import EventWriter
+    from yolotui.runs.status import RunStatus, write_status
+    from yolotui.tui.app import YolotuiApp
+    from yolotui.tui.screens.dashboard import DashboardScreen
+
+    _, summary, _ = _state("thermal")
+    run_dir = tmp_path / "runs" / "hot"
+    (run_dir / "weights").mkdir(parents=True)
+    write_status(run_dir, RunStatus(name="hot", run_dir=str(run_dir), state="failed", attempt=1,
+                                    gpu_summary=[{"attempt": 0, "samples": 1, "throttled_pct": 0.0}, summary]))
+    EventWriter(run_dir / "events.jsonl", 1).emit("epoch", epoch=0, epochs=3, loop={
+        "data_wait_s": 6.2, "compute_s": 3.8, "steps": 100, "workers": 2, "cache": None})
+
+    async def check() -> None:
+        app = YolotuiApp(run_dir=run_dir, sampler=FakeSampler(), clock=lambda: 1.0, gpu_interval=None,
+                         remember_theme=False)
+        async with app.run_test(size=(120, 60)) as pilot:
+            assert await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen) and app.screen.settled)
+            text = rendered(app.screen.query_one(GpuPanel))
+            assert "data-bound: the GPU waited 62 %" in text and "GPU throttled 100 % of the run" in text
+
+    asyncio.run(check())
