@@ -28,9 +28,10 @@ REMEDY_ALLOC_CONF = "alloc_conf"    # oom: PYTORCH_CUDA_ALLOC_CONF=expandable_se
 REMEDY_NCCL_ENV = "nccl_env"        # comm: NCCL async error handling / blocking wait / collective timeout
 REMEDY_RETRY = "retry"              # crash/comm: rerun the command (its resume_args on retries) after backoff
 REMEDY_WORKERS = "workers"          # host-oom: --workers halved, --cache ram dropped (a trainer that always has them)
+REMEDY_DEVICE = "device"            # gpu-fault: --device 0 under CUDA_VISIBLE_DEVICES=<a free GPU> (takes --device)
 REMEDY_OPT_YAML = "opt_yaml"        # oom: the halved batch written to opt.yaml too (its --resume reads options there)
 ALL_REMEDIES = frozenset({REMEDY_HALVE_BATCH, REMEDY_ACCUMULATE, REMEDY_LR_SCALE, REMEDY_ALLOC_CONF,
-                          REMEDY_NCCL_ENV, REMEDY_RETRY, REMEDY_WORKERS})
+                          REMEDY_NCCL_ENV, REMEDY_RETRY, REMEDY_WORKERS, REMEDY_DEVICE})
 
 
 @dataclass(frozen=True)

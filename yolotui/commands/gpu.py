@@ -1,4 +1,5 @@
-"""`yolotui gpu [--json] [--watch] [--interval S]`: GPU temperature, memory, utilisation, power, processes."""
+"""`yolotui gpu [--json] [--watch] [--interval S]`: GPU temperature, memory, utilisation, power, processes,
+throttle reasons and clocks against their maxima, ECC counts, PCIe link and energy."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 import time
 
 from yolotui.errors import UserError
+from yolotui.telemetry.gpu_text import detail_lines
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +43,7 @@ def render(snapshot) -> str:
             power = f"{_num(gpu.power_w, '.0f')}/{_num(gpu.power_limit_w, '.0f')} W"
             lines.append(f"[{gpu.index}] {gpu.name or 'n/a'}  {temp}  mem {mem}  util "
                          f"{_num(gpu.utilization_pct, '.0f', '%')}  power {power}  fan {_num(gpu.fan_pct, '.0f', '%')}")
+            lines += [f"      {line}" for line in detail_lines(gpu)]  # throttling, clocks, ECC, PCIe, energy
             for pid, used in gpu.processes:
                 mark = " (run)" if pid in gpu.own_pids else ""
                 lines.append(f"      pid {pid}  {_num(used, '.0f', ' MiB')}{mark}")

@@ -27,10 +27,13 @@ def run(args: argparse.Namespace) -> int:
     run_dir = resolve_run(args.run)
     status, problem = read_status_checked(run_dir)  # a bad status.json is said, not a crash
     summary = summarize(run_dir)
+    from yolotui.health.gpu_report import gpu_facts, report_lines
+
+    gpu = gpu_facts(run_dir, status)  # the GPU summary and why it is slow
     if args.json:
         data = status.to_dict() if status is not None else {}
         data.update(recorded_state=data.get("state"), state=summary.state, path=str(run_dir),
-                    summary=summary.to_dict())
+                    summary=summary.to_dict(), gpu=gpu)
         print(json.dumps(data, indent=2, default=str))
         return 0
 
@@ -69,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         if status.message:
             lines.append(f"message    {status.message}")
         lines += _remedy_lines(status)
+        lines += report_lines(gpu)
     lines.append(f"epochs     {epoch_text(summary.epoch, summary.epochs)} done   best mAP50-95 "
                  + (f"{summary.best_map:.4f}" if summary.best_map is not None else "-")
                  + f"   checkpoint age {age(summary.checkpoint_age)}")

@@ -56,6 +56,7 @@ class RunDiagnosis:
     deep: dict[str, Any] | None = None
     launch_logout: dict[str, Any] | None = None  # run.yaml `logout`: how the supervisor was started
     slurm: dict[str, Any] | None = None  # a SLURM run: job_id, state, reason, nodes, time_left, storage
+    gpu: dict[str, Any] | None = None  # GPU summary and slowness verdicts (health/gpu_report.py)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form."""
@@ -201,7 +202,13 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
                         environment=env_report, last_failure=last_failure, advice=advice,
                         recommended_checkpoint=chosen, state=state, notes=notes,
                         logind=check_logind() if logind else None, launch_logout=_launch_logout(run_dir),
-                        slurm=_slurm_facts(run_dir, status))
+                        slurm=_slurm_facts(run_dir, status), gpu=_gpu_facts(run_dir, status))
+
+
+def _gpu_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
+    from yolotui.health.gpu_report import gpu_facts
+
+    return gpu_facts(run_dir, status)
 
 
 def _slurm_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
@@ -292,6 +299,10 @@ def render_text(diagnosis: RunDiagnosis) -> str:
         lines.append(f"slurm     {short_text(diagnosis.slurm)}{state}")
         if diagnosis.slurm.get("storage"):
             lines.append(f"          {diagnosis.slurm['storage']}")
+    if diagnosis.gpu is not None:
+        from yolotui.health.gpu_report import report_lines
+
+        lines += report_lines(diagnosis.gpu, width=10)
     if diagnosis.logind is not None:
         lines.append(f"logout    {diagnosis.logind.strategy}: {diagnosis.logind.advice}")
     if diagnosis.deep is not None:

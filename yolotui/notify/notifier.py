@@ -2,7 +2,8 @@
 
 The supervisor (never the TUI) sends one notification when a run finishes, fails or is stopped, on every
 restart (its failure class and remedy: "oom: batch 16 -> 8, accumulation x2, resuming at epoch 37 batch
-120"), when the stall watchdog fires, and, when asked, on every new best mAP.
+120"), when the stall watchdog fires, once an attempt when GPU throttling, new uncorrected ECC errors, an Xid
+or a lost GPU begin (`gpu`, yolotui/supervisor/gpu_monitor.py), and, when asked, on every new best mAP.
 
 Targets come from two places and add up:
 
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TIMEOUT_S = 30.0
-EVENT_KINDS = ("finished", "failed", "stopped", "restart", "stall", "best", "test")
+EVENT_KINDS = ("finished", "failed", "stopped", "restart", "stall", "best", "test", "gpu")
 
 
 @dataclass

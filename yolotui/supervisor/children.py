@@ -50,6 +50,8 @@ class TrainerChildren:
                 self.trainer.returncode = os.waitstatus_to_exitcode(wait_status)
             elif self.notifier.reaped(pid, wait_status):
                 self.status.notifications = dict(self.notifier.counts)
+            elif getattr(self, "gpu", None) is not None:
+                self.gpu.reaped(pid, wait_status)
 
     def child_setup(self) -> None:
         """Runs in the forked child before exec: default SIGHUP, die with the supervisor (Linux)."""

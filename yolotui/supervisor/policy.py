@@ -15,6 +15,8 @@ easy to test and to extend. The classes today:
                                            -> class `host-oom`, resumed with fewer workers and no RAM cache
 - out of disk space (ENOSPC / quota, in the error event or the log tail)
                                            -> class `disk`, no retry; the message names the folder and free space
+- a crash after an Xid or a lost GPU (`gpu_fault` in the record, from the supervisor's GPU watcher)
+                                           -> class `gpu-fault`, resumed on another free GPU or stopped
 - any other nonzero exit                   -> class `crash`, retried while attempts < max_attempts
 
 The trainer's `error` event of the attempt names the class first (oom, comm, nan, data, crash; see
@@ -148,6 +150,11 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     disk = _disk_full_decision(event_class, event_message, record, run_config, how)
     if disk is not None:
         return disk
+    from yolotui.supervisor.gpu_monitor import gpu_fault_decision
+
+    fault = gpu_fault_decision(record, run_config, events_since_attempt, event_class, how)
+    if fault is not None:  # a crash after an Xid or a lost GPU
+        return fault
     from yolotui.supervisor.failure_text import classify_text
 
     log_class = None if event_class else classify_text(record.get("log_tail"))

@@ -54,7 +54,7 @@ from yolotui.runs.manifest import reconcile_run
 from yolotui.runs.nofollow import append_bytes
 from yolotui.runs.runconfig import handles_save_signal, read_run_config
 from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status_resilient
-from yolotui.supervisor import policy, remedies
+from yolotui.supervisor import gpu_monitor, policy, remedies
 from yolotui.supervisor.children import POLL_S, TrainerChildren, load_libc
 from yolotui.supervisor.hostoom import MemoryWatch
 from yolotui.supervisor.log import LOG, log, now_iso  # noqa: F401 (LOG, log: this module's API too)
@@ -92,6 +92,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
         self.best_seen = 0.0
         self.watchdog = WatchdogSettings()
         self.watch_count = 0
+        self.gpu: gpu_monitor.GpuMonitor | None = None  # the current attempt's GPU watcher (supervisor/gpu_monitor.py)
 
     def save(self) -> None:
         """Write status.json; on a full disk log it and go on (status.write_status_resilient)."""
@@ -107,7 +108,9 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
             self.memory.sample(self.trainer_pgid)
         if self.watch is None:
             return
-        for event in self.watch.poll():
+        events = self.watch.poll()
+        gpu_monitor.step(self, events)  # GPU summary, throttle/ECC notifications
+        for event in events:
             fitness = event.get("fitness") if event.get("type") == "epoch" else None
             if isinstance(fitness, (int, float)) and fitness > self.best_seen \
                     and fitness >= float(event.get("best_fitness") or 0.0):  # the trainer's best, not a resume's
@@ -206,6 +209,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
         self.status.stop = None
         self.status.notifications = None
         self.status.queue = None
+        self.status.gpu_summary = None
         settings = load_user_settings()
         self.notifier.targets = notifications.targets_for(self.config, settings)
         self.watchdog = WatchdogSettings.from_configs(self.config, settings)
@@ -260,6 +264,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
             else:
                 self.status.state = STOPPING if self.stop is not None else RUNNING
                 self.status.trainer_pid = self.trainer.pid
+                self.gpu = gpu_monitor.start(self, attempt, changes)
                 self.save()
                 log(f"attempt {attempt}: started pid {self.trainer.pid}: {_display(argv)}")
                 self.wait_for_trainer()
@@ -284,6 +289,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
                      "uncounted_attempts": uncounted, "comm_failures": list(comm_failures),
                      "signals_sent": list(self.signals_sent), "spawn_error": spawn_error,
                      "run_dir": str(self.run_dir), "changes_so_far": changes, "name": self.status.name,
+                     "gpu_fault": gpu_monitor.finish(self),
                      "log_tail": _tail_text(self.run_dir / TRAIN_LOG, log_offset)}
             decision = policy.decide(facts, self.config, attempt_events)
             record.update(failure_class=decision.failure_class, message=decision.message,

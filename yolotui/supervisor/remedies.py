@@ -50,7 +50,7 @@ EXPANDABLE = "expandable_segments:True"
 BATCH_FLAGS = ("--batch-size", "--batch")
 
 
-def _backend_remedies(run_config: dict[str, Any]) -> tuple[frozenset[str], str]:
+def backend_remedies(run_config: dict[str, Any]) -> tuple[frozenset[str], str]:
     """(the remedy names the run's backend takes, how it names its trainer); none for an unknown backend."""
     from yolotui.backends import get_backend
     from yolotui.errors import UserError
@@ -157,7 +157,7 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
     max_attempts, backoff, backoff_max = restart_settings(run_config)
     restart = run_config.get("restart") or {}
     so_far = changes_so_far or {}
-    takes, trainer = _backend_remedies(run_config)
+    takes, trainer = backend_remedies(run_config)
     engine = REMEDY_ACCUMULATE in takes
     writes_opt_yaml = REMEDY_OPT_YAML in takes
 
@@ -290,7 +290,7 @@ def _workers_and_cache(command: list[str], run_config: dict[str, Any], events: l
     flag_workers, workers_value = flag_value(command, ("--workers",))
     flag_cache, cache_value = flag_value(command, ("--cache",))
     bare_cache = "ram" if "--cache" in command and flag_cache is None else None  # `--cache` alone means ram
-    if REMEDY_WORKERS not in _backend_remedies(run_config)[0]:
+    if REMEDY_WORKERS not in backend_remedies(run_config)[0]:
         return (_int(workers_value) or 0) if flag_workers else 0, cache_value or bare_cache
     options = run_config.get("options") or {}
     workers = _int((start_event(events).get("config") or {}).get("workers"))

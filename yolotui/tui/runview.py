@@ -72,6 +72,7 @@ class RunView:
     done: bool = False
     problems: list[str] = field(default_factory=list)  # files that could not be read
     slurm: dict | None = None  # a SLURM run: job_id, state, reason, nodes, time_left (yolotui.placement.slurm)
+    loop: dict | None = None  # the last epoch's loop timings: data wait vs compute (engine/train/loop_timing.py)
 
     @property
     def attempt(self) -> int:
@@ -212,6 +213,7 @@ class RunReader:
                 _num(metrics.get("mAP50")), _num(metrics.get("mAP50-95")),
             )
             view.finished_epochs = max(view.finished_epochs, epoch + 1)
+            view.loop = event["loop"] if isinstance(event.get("loop"), dict) else view.loop
             ts, trained = _num(event.get("ts")), _num(event.get("seconds"))
             wall = ts - self._wall_mark if ts is not None and self._wall_mark is not None else None
             # Wall time includes validation and the checkpoint; it is never less than the training alone.

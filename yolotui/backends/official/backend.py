@@ -30,6 +30,7 @@ from typing import Any
 
 from yolotui.backends.base import (
     REMEDY_ALLOC_CONF,
+    REMEDY_DEVICE,
     REMEDY_HALVE_BATCH,
     REMEDY_NCCL_ENV,
     REMEDY_OPT_YAML,
@@ -264,7 +265,7 @@ class OfficialBackend(Backend):
     def remedies(self) -> frozenset[str]:
         """Retry (with --resume), halve the batch (in opt.yaml too), allocator and NCCL settings; no lr scale."""
         return frozenset({REMEDY_RETRY, REMEDY_HALVE_BATCH, REMEDY_ALLOC_CONF, REMEDY_NCCL_ENV, REMEDY_WORKERS,
-                          REMEDY_OPT_YAML})
+                          REMEDY_OPT_YAML, REMEDY_DEVICE})
 
     def follow(self, run_dir: Path, probe: bool = True) -> Any:
         """An official train_dual.py run followed to the folder it writes (None for any other command)."""

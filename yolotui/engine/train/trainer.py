@@ -35,6 +35,7 @@ from yolotui.engine.train.ema import ModelEMA, unwrap
 from yolotui.engine.train.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
 from yolotui.engine.train.faults import FaultInjector
 from yolotui.engine.train.freeze import frozen_state_keys, hold_frozen_bn
+from yolotui.engine.train.loop_timing import LoopTiming
 from yolotui.engine.train.memory_format import prepare_for_training, training_memory_format
 from yolotui.engine.train.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
 from yolotui.engine.train.precision import autocast_dtype, describe, to_float32
@@ -431,7 +432,8 @@ class Trainer:
                     param.grad = self.pending_grads[name].to(self.device)
         self.pending_grads = None
         last_event, window_start, window_images = 0.0, time.monotonic(), 0
-        for i, batch in enumerate(loader, start=start_step):
+        self.loop_timing = LoopTiming()  # data wait vs compute, for the epoch event's `loop`
+        for i, batch in enumerate(self.loop_timing.wrap(loader), start=start_step):
             ni = i + self.batches * epoch
             self.plan.apply(self.optimizer, epoch, ni, float(self.hyp["lr0"]), self.batches * epoch)
             if self.lr_scale != 1.0:
@@ -502,7 +504,9 @@ class Trainer:
         self.events.emit("epoch", epoch=epoch, epochs=self.epochs, losses=_loss_dict(train_losses),
                          metrics={k: val[k] for k in ("P", "R", "mAP50", "mAP50-95")},
                          val_losses=_loss_dict(torch.tensor(val["losses"])), fitness=fitness,
-                         best_fitness=self.best_fitness, lr=lrs, seconds=round(seconds, 3))
+                         best_fitness=self.best_fitness, lr=lrs, seconds=round(seconds, 3),
+                         loop=self.loop_timing.fields(workers=int(self.opt.get("workers", 0) or 0),
+                                                      cache=self.opt.get("cache") or None))
         self._log(f"epoch {epoch + 1}/{self.epochs} P={val['P']:.4f} R={val['R']:.4f} mAP50={val['mAP50']:.4f} "
                   f"mAP50-95={val['mAP50-95']:.4f} fitness={fitness:.4f} ({seconds:.1f}s)")
         self.last_metrics = {k: val[k] for k in ("P", "R", "mAP50", "mAP50-95")}

@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from yolotui.telemetry.gpu_summary import latest as latest_summary
 from yolotui.telemetry.history import samples_for
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
 from yolotui.tui.runview import RunReader, RunView
@@ -213,12 +214,16 @@ class DashboardScreen(Screen):
         if self._view_pending and self.view is not None:
             self._view_pending = False
             self.refresh_count += 1
+            self._gpu_pending = True  # the GPU panel shows the run's GPU summary and slowness verdict too
             self._render_view(self.view)
             self.view.new_log_lines = []
             self.view.log_reset = False
         if self._gpu_pending:
             self._gpu_pending = False
-            self.query_one(GpuPanel).show(list(self.gpu_history), self.pids)
+            status = self.view.status if self.view is not None else None
+            self.query_one(GpuPanel).show(list(self.gpu_history), self.pids,
+                                          latest_summary(getattr(status, "gpu_summary", None)),
+                                          self.view.loop if self.view is not None else None)
 
     def _render_view(self, view: RunView) -> None:
         now = self.app.clock()

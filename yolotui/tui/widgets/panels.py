@@ -21,6 +21,7 @@ from yolotui.runs.layout import LIVE_STATES
 from yolotui.runs.status import elapsed_seconds
 from yolotui.telemetry.history import downsample
 from yolotui.tui.runview import RunView
+from yolotui.tui.widgets import gpu_health
 from yolotui.tui.widgets.sparkline import bar, sparkline
 
 TEMP_WARN_C = 75.0
@@ -205,14 +206,18 @@ class RestartPanel(Panel):
 
 
 class GpuPanel(Panel):
-    """Per GPU: temperature (with thresholds), memory bar with the run's share, utilisation, power, sparklines.
+    """Per GPU: temperature (with thresholds), memory bar with the run's share, utilisation, power, sparklines,
+    throttling with the clock against its maximum, ECC and PCIe trouble; then the run's GPU summary and why it
+    is slow (tui/widgets/gpu_health.py).
 
     Without a usable NVIDIA GPU it says so and shows the host's CPU and RAM instead.
     """
 
     DEFAULT_CSS = "GpuPanel { height: auto; }" + _PANEL_CSS_CLASSES.format(name="GpuPanel")
 
-    def show(self, history: Sequence[Any], run_pids: set[int]) -> None:
+    def show(self, history: Sequence[Any], run_pids: set[int], summary: Any = None, loop: Any = None) -> None:
+        """Paint the latest sample (and its history); `summary` is the run's GPU summary of its current attempt,
+        `loop` the last epoch's loop timings."""
         width = max(20, self.content_size.width or 30)
         text = Text(no_wrap=True, overflow="ellipsis")
         if not history:
@@ -222,12 +227,14 @@ class GpuPanel(Panel):
         latest = history[-1]
         if not getattr(latest, "available", False) or not getattr(latest, "gpus", None):
             self._host(text, history, width)
+            gpu_health.append_run(self, text, summary, loop, width)
             self.set_text(text)
             return
         for index, gpu in enumerate(latest.gpus):
             if index:
                 text.append("\n")
             self._gpu(text, gpu, [_gpu_at(s, gpu.index) for s in history], run_pids, width)
+        gpu_health.append_run(self, text, summary, loop, width)  # throttled share, Xids, data-bound verdict
         self._memory(text, getattr(latest, "host", None), width)  # the OOM killer is a top cause of silent deaths
         self.set_text(text)
 
@@ -256,6 +263,9 @@ class GpuPanel(Panel):
     def _gpu(self, text: Text, gpu: Any, series: list[Any], run_pids: set[int], width: int) -> None:
         text.append(f"GPU{gpu.index} ", "bold")
         text.append(str(gpu.name or ""), self.style_for("label"))
+        if getattr(gpu, "error", None):  # fell off the bus, or not answering
+            text.append(f"\n {gpu.error}", self.style_for("bad"))
+            return
         temp = gpu.temperature_c
         kind = "muted" if temp is None else "bad" if (gpu.hot or temp >= TEMP_HOT_C) else (
             "warn" if temp >= TEMP_WARN_C else "good")
@@ -291,6 +301,7 @@ class GpuPanel(Panel):
             text.append(f"{power:.0f}" + (f"/{limit:.0f}" if limit else "") + " W")
         else:
             text.append("N/A", self.style_for("muted"))
+        gpu_health.append_reading(self, text, gpu, width)
 
     def _host(self, text: Text, history: Sequence[Any], width: int) -> None:
         latest = history[-1]
