@@ -40,7 +40,7 @@ from yolotui.engine.optim import NOMINAL_BATCH, accumulation_steps, build_optimi
 from yolotui.engine.precision import autocast_dtype, describe, to_float32
 from yolotui.engine.schedule import LrPlan, make_plan, warmup_accumulation
 from yolotui.engine.signals import SignalRequests
-from yolotui.engine.trackers import NO_TRACKERS, close_trackers, open_trackers
+from yolotui.engine.trackers.hub import NO_TRACKERS, close_trackers, open_trackers
 from yolotui.errors import UserError
 from yolotui.runs import layout
 from yolotui.runs.events import EventWriter, read_events

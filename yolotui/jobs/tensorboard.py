@@ -168,7 +168,7 @@ def status_lines(run_dir: Path) -> list[str]:
     """`status` lines about the run's trackers: yolotui's (with failures), and where a backend's own event
     files are (the official trainer's)."""
     from yolotui.runs.runconfig import read_backend
-    from yolotui.runs.trackers import summary_lines
+    from yolotui.runs.trackers import labelled, summary_lines
 
     run_dir = Path(run_dir)
     if read_backend(run_dir) == "yolotui":
@@ -178,5 +178,5 @@ def status_lines(run_dir: Path) -> list[str]:
         if what == OWN:  # the engine's: not written by other backends
             continue
         present = "" if folder.is_dir() and has_event_files(folder) else " (none there yet)"
-        lines.append(f"{'tensorboard':<11}{folder}: {what}{present}")
-    return lines
+        lines.append(f"tensorboard: {folder} ({what}){present}")
+    return labelled(lines)

@@ -242,8 +242,13 @@ def summary_lines(run_dir: Path) -> list[str]:
             health = f"; {failures} failure{'s' if failures != 1 else ''}, {state} (last: {record.get('last_error')})"
         epochs = record.get("epochs")
         sent = f", {epochs} epochs sent" if isinstance(epochs, int) and name != "tensorboard" else ""
-        lines.append(f"{name:<11}{where}{sent}{health}")
-    return lines
+        lines.append(f"{name}: {where}{sent}{health}")
+    return labelled(lines)
+
+
+def labelled(lines: list[str], label: str = "trackers") -> list[str]:
+    """`status` layout: the label on the first line, the others indented under it."""
+    return [f"{label if i == 0 else '':<11}{line}" for i, line in enumerate(lines)]
 
 
 def tensorboard_dir(run_dir: Path) -> Path:

@@ -2,10 +2,6 @@
 
 base.py is the interface and the metric names; tensorboard.py (with tb_files.py, the event-file reader and
 resume pruning), mlflow_tracker.py and wandb_tracker.py are the trackers, each importing its library lazily;
-hub.py is what the trainer calls (open, per-N-batches, epoch end, end), fail-soft. What run.yaml asks for and
-what the trainer recorded (the tracker run ids) is yolotui.runs.trackers.
+hub.py is what the trainer calls (open, per-N-batches, epoch end, end), fail-soft. The package itself imports
+nothing. What run.yaml asks for and what the trainer recorded (the tracker run ids) is yolotui.runs.trackers.
 """
-
-from yolotui.engine.trackers.hub import NO_TRACKERS, close_trackers, open_trackers
-
-__all__ = ["NO_TRACKERS", "close_trackers", "open_trackers"]

@@ -9,6 +9,7 @@ reader (TensorBoard, EventAccumulator, a pandas script) ever sees a step twice, 
 The file format is TFRecord: uint64 length, uint32 masked CRC-32C of the length, the bytes, uint32 masked CRC of
 the bytes; a record that is short, too long or fails its CRC ends that file's reading (a torn tail, or garbage).
 The rewrite is atomic (temporary file, fsync, os.replace onto the first file's name), then the others go.
+`set_aside` moves an earlier life's event files (a folder reused with --exist-ok) into its previous-* folder.
 """
 
 from __future__ import annotations
@@ -175,3 +176,19 @@ def _rewrite(files: list[Path], kept: list[bytes]) -> None:
         except FileNotFoundError:
             pass
     fsync_dir(target.parent)
+
+
+def set_aside(folder: Path) -> Path | None:
+    """Move the folder's event files into its newest previous-* folder (where `--exist-ok` put the earlier
+    run's logs; a new previous-<time> when there is none); returns where they went, None when there were none."""
+    import time
+
+    files = event_files(folder)
+    if not files:
+        return None
+    earlier = sorted(p for p in Path(folder).glob("previous-*") if p.is_dir() and not p.is_symlink())
+    target = earlier[-1] if earlier else Path(folder) / f"previous-{time.strftime('%Y%m%d-%H%M%S')}"
+    target.mkdir(exist_ok=True)
+    for path in files:
+        os.replace(path, target / path.name)
+    return target

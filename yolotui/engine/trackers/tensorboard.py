@@ -47,6 +47,10 @@ class TensorBoardTracker(Tracker):
         folder = Path(ctx.run_dir)
         first = not self.reopened
         self.reopened = True
+        if first and not ctx.resumed and not ctx.records.get(self.name):
+            moved = tb_files.set_aside(folder)  # an earlier run's files in a reused folder: kept, not pruned
+            if moved is not None:
+                LOG.info(f"TensorBoard: the earlier run's event files moved to {moved}")
         everything = 2**62
         pruned = tb_files.prune(folder, ctx.start_epoch if first else everything,
                                 ctx.resume_iteration if first else everything)
