@@ -1,7 +1,7 @@
 """MLflow against a local file store: the run id recorded in run.yaml survives SIGKILL + resume (one MLflow run,
 every epoch once, params, the checkpoints as artefacts); an unreachable server never stops training (warning
-events, retried each epoch, counted in `yolotui status`); `yolotui train --mlflow` then `resume --epochs`
-(extend) through the launcher keep the same MLflow run."""
+events, retried each epoch, counted in `yolotui status`); `yolotui train --mlflow` through the launcher, a crash
+restarted by the supervisor, then `resume --epochs` (extend): still the one MLflow run."""
 
 from __future__ import annotations
 
@@ -99,24 +99,30 @@ def _wait_ended(run_dir, timeout=150):
                       f"{run_dir} to end")
 
 
-def test_train_with_mlflow_then_extend_is_one_mlflow_run(tmp_path, data, yolotui_cmd, cli_env):
+def test_train_with_mlflow_a_restart_then_an_extend_is_one_mlflow_run(tmp_path, data, yolotui_cmd, cli_env):
     hyp = tmp_path / "hyp.yaml"
     hyp.write_text(yaml.safe_dump({**load_hyp(resolve_hyp(None)), **TEST_HYP_OVERRIDES}))
     env = {**cli_env, "YOLOTUI_TORCH_THREADS": "1", "OMP_NUM_THREADS": "1", "MLFLOW_ALLOW_FILE_STORE": "true"}
     run_dir = tmp_path / "runs" / "e2e"
+    # 8 images, batch 4: 2 batches an epoch; attempt 1 crashes at its 3rd batch (in epoch 1), the supervisor
+    # restarts it from the epoch-0 checkpoint (attempt 2), then `resume --epochs 3` extends the finished run.
     started = subprocess.run([*yolotui_cmd, "train", "--cfg", str(write_tiny_cfg(tmp_path)), "--data", str(data),
-                              "--hyp", str(hyp), "--epochs", "1", "--batch", "4", "--img", "64", "--device", "cpu",
+                              "--hyp", str(hyp), "--epochs", "2", "--batch", "4", "--img", "64", "--device", "cpu",
                               "--workers", "0", "--project", str(tmp_path / "runs"), "--name", "e2e",
-                              "--mlflow", "--no-tensorboard"], env=env, capture_output=True, text=True, timeout=120)
+                              "--restart-backoff", "0", "--mlflow", "--no-tensorboard"],
+                             env={**env, "YOLOTUI_FAULT": "crash@step=3"}, capture_output=True, text=True, timeout=120)
     assert started.returncode == 0, started.stderr
     assert _wait_ended(run_dir) == "finished", (run_dir / "train.log").read_text()[-3000:]
+    from yolotui.runs.status import read_status
+
+    assert read_status(run_dir).attempt == 2  # the crash was restarted by the supervisor
     config = run_yaml(run_dir)
     assert config["trackers"]["tensorboard"] is False and config["trackers"]["mlflow"]["uri"] is None
     first_id = config["tracker_runs"]["mlflow"]["run_id"]
     uri = config["tracker_runs"]["mlflow"]["uri"]
     assert uri == f"file:{tmp_path.resolve() / 'runs' / 'mlruns'}"  # the default store, beside the run folders
 
-    extended = subprocess.run([*yolotui_cmd, "resume", str(run_dir), "--epochs", "2"], env=env, capture_output=True,
+    extended = subprocess.run([*yolotui_cmd, "resume", str(run_dir), "--epochs", "3"], env=env, capture_output=True,
                               text=True, timeout=120)
     assert extended.returncode == 0, extended.stderr
     assert _wait_ended(run_dir) == "finished", (run_dir / "train.log").read_text()[-3000:]
@@ -125,6 +131,6 @@ def test_train_with_mlflow_then_extend_is_one_mlflow_run(tmp_path, data, yolotui
     assert config["tracker_runs"]["mlflow"]["run_id"] == first_id
     assert [r.info.run_id for r in _runs(uri)] == [first_id]
     client = _client(uri)
-    assert sorted(m.step for m in client.get_metric_history(first_id, "fitness")) == [0, 1]
-    assert client.get_run(first_id).data.tags.get("yolotui.changed.epochs") == "2"
+    assert sorted(m.step for m in client.get_metric_history(first_id, "fitness")) == [0, 1, 2]
+    assert client.get_run(first_id).data.tags.get("yolotui.changed.epochs") == "3"
     assert client.get_run(first_id).info.status == "FINISHED"
