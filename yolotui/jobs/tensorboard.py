@@ -41,7 +41,7 @@ def has_event_files(folder: Path, depth: int = SEARCH_DEPTH) -> bool:
     """True when `folder` or a subfolder (up to `depth` levels, bounded) holds a TensorBoard event file."""
     budget = [SEARCH_ENTRIES]
 
-    def walk(path: Path, level: int) -> bool:
+    def _walk(path: Path, level: int) -> bool:
         try:
             entries = os.scandir(path)
         except OSError:
@@ -56,9 +56,9 @@ def has_event_files(folder: Path, depth: int = SEARCH_DEPTH) -> bool:
                     return True
                 if level < depth and entry.is_dir(follow_symlinks=False) and entry.name not in ("weights",):
                     subfolders.append(Path(entry.path))
-        return any(walk(sub, level + 1) for sub in subfolders)
+        return any(_walk(sub, level + 1) for sub in subfolders)
 
-    return walk(Path(folder), 0)
+    return _walk(Path(folder), 0)
 
 
 def candidate_folders(run_dir: Path) -> list[tuple[Path, str]]:

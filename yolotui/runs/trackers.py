@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,6 @@ class TrackerFlags:
     tensorboard: bool | None = None
     mlflow: str | bool | None = None  # True: --mlflow with no URI; a str: the URI
     wandb: str | None = None  # the W&B project
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def given(self) -> bool:
         """True when any tracker flag was given."""

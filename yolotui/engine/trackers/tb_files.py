@@ -23,7 +23,7 @@ from pathlib import Path
 from yolotui.engine.trackers.base import BATCH_PREFIX
 
 EVENT_FILE_PREFIX = "events.out.tfevents."
-MAX_TOTAL_BYTES = 512 * 2**20  # more than this in one run folder: leave the files alone (TensorBoard's purge only)
+MAX_TOTAL_BYTES = 256 * 2**20  # more than this in one run folder: leave the files alone (TensorBoard's purge only)
 MAX_RECORD_BYTES = 32 * 2**20
 HPARAMS_PREFIX = "_hparams_/"
 
