@@ -218,7 +218,8 @@ def chaos(tmp_path: Path, cli_env: dict[str, str], rounds: int, seed: int) -> No
             assert done.returncode == 0, done.stdout + done.stderr
             wait_for(lambda: effective_state(run_dir) in ENDED_STATES, timeout=240, interval=0.2)
         assert counter.most <= 1
-    assert effective_state(run_dir) == "finished", (run_dir / "train.log").read_text()[-3000:]
+    assert effective_state(run_dir) == "finished", ((run_dir / "train.log").read_text()[-3000:] + "\n--- supervisor.log\n"
+                                                     + (run_dir / "supervisor.log").read_text()[-3000:])
     planned = int(json.loads((run_dir / "weights" / "last.pt.json").read_text())["epochs"])
     rows = read_rows(run_dir / "results.csv")
     assert [int(row["epoch"]) for row in rows] == list(range(planned))

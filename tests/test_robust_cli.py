@@ -182,7 +182,7 @@ def test_unwritable_home_is_one_line_and_leaves_nothing(tmp_path):
 
 def test_follow_up_commands_are_shell_quoted(tmp_path, capsys):
     from yolotui.commands._launch import after_launch
-    from yolotui.jobs.results import started
+    from yolotui.jobs.launch import started
 
     run_dir = tmp_path / "my runs; rm -rf ~" / "q"
     run_dir.mkdir(parents=True)

@@ -280,8 +280,8 @@ def test_nan_inf_and_negative_grace_are_refused(tmp_path, grace):
 
 @pytest.mark.parametrize("name", ["train.log", "events.jsonl", "status.json"])
 def test_run_files_that_are_symlinks_are_refused_not_followed(tmp_path, name):
+    from yolotui.runs.atomic import RunFileLink
     from yolotui.runs.events import EventWriter
-    from yolotui.runs.nofollow import RunFileLink
     from yolotui.runs.status import RunStatus, write_status
 
     victim = tmp_path / "victim.txt"
@@ -301,7 +301,7 @@ def test_run_files_that_are_symlinks_are_refused_not_followed(tmp_path, name):
 
 
 def test_results_csv_symlink_is_refused(tmp_path):
-    from yolotui.runs.nofollow import RunFileLink
+    from yolotui.runs.atomic import RunFileLink
     from yolotui.runs.results import append_row
 
     victim = tmp_path / "victim.txt"

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "runs side by side: best/final metrics and the opt/hyp keys that differ"),
     "export": ("export", "write the deployable model (converted .pt, ONNX) and check it against the original"),
     "serve": ("serve", "serve the TUI to a browser (textual-serve), on localhost with a token"),
+    "tensorboard": ("tensorboard", "TensorBoard on localhost over runs' event files (engine, official, save_dir)"),
     "service": ("service", "install a systemd user unit that resumes interrupted runs at boot"),
     "notify": ("notify", "notifications: `yolotui notify test` sends a test message to every target"),
 }

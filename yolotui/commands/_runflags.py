@@ -27,8 +27,10 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
 
 def extras_from(args: argparse.Namespace) -> Any:
     """The shared flags given, as a RunExtras for a job request."""
+    from yolotui.commands._trackerflags import tracker_flags
     from yolotui.jobs.runextras import RunExtras
 
     return RunExtras(notify=list(getattr(args, "notify", None) or []),
                      stall_timeout_s=getattr(args, "stall_timeout", None),
-                     log_config=getattr(args, "log_config", None), log_level=getattr(args, "log_level", None))
+                     log_config=getattr(args, "log_config", None), log_level=getattr(args, "log_level", None),
+                     trackers=tracker_flags(args))

@@ -43,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._runflags import add_run_flags
 
     add_run_flags(parser)
+    from yolotui.commands._trackerflags import add_tracker_flags
+
+    add_tracker_flags(parser)
     from yolotui.commands._slurm import add_slurm_flags
 
     add_slurm_flags(parser)

@@ -45,6 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._runflags import add_run_flags
 
     add_run_flags(parser)  # given again: they replace the run's; not given: the run's are kept
+    from yolotui.commands._trackerflags import add_tracker_flags
+
+    add_tracker_flags(parser)
     from yolotui.commands._slurm import add_slurm_flags
 
     add_slurm_flags(parser)  # a run that ran as a SLURM job resumes as one (its recorded options) by default

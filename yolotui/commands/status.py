@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         data = status.to_dict() if status is not None else {}
         data.update(recorded_state=data.get("state"), state=summary.state, path=str(run_dir),
-                    summary=summary.to_dict(), gpu=gpu)
+                    summary=summary.to_dict(), gpu=gpu, trackers=_trackers(run_dir))
         print(json.dumps(data, indent=2, default=str))
         return 0
 
@@ -73,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
             lines.append(f"message    {status.message}")
         lines += _remedy_lines(status)
         lines += report_lines(gpu)
+    from yolotui.jobs.tensorboard import status_lines
+
+    lines += status_lines(run_dir)  # TensorBoard, MLflow, W&B: where, which run, failures
     lines.append(f"epochs     {epoch_text(summary.epoch, summary.epochs)} done   best mAP50-95 "
                  + (f"{summary.best_map:.4f}" if summary.best_map is not None else "-")
                  + f"   checkpoint age {age(summary.checkpoint_age)}")
@@ -102,3 +105,12 @@ def _remedy_lines(status) -> list[str]:
         failed = f", {counts['failed']} failed (last: {counts.get('last_error')})" if counts.get("failed") else ""
         lines.append(f"notified   {counts.get('sent', 0)} sent{failed}")
     return lines
+
+
+def _trackers(run_dir) -> dict:
+    """The run's tracker settings and what the trainer recorded (run ids, epochs sent, failures), for --json."""
+    from dataclasses import asdict
+
+    from yolotui.runs.trackers import read_records, read_settings
+
+    return {"settings": asdict(read_settings(run_dir)), "records": read_records(run_dir)}

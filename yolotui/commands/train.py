@@ -124,6 +124,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._runflags import add_run_flags
 
     add_run_flags(recovery)
+    from yolotui.commands._trackerflags import add_tracker_flags
+
+    add_tracker_flags(parser)
     official = parser.add_argument_group("official YOLOv9 trainer (--backend official: other flags go to its script)")
     official.add_argument("--backend", choices=["yolotui", "official"], default="yolotui",
                           help="yolotui: the built-in engine (default); official: train_dual.py of --repo")
@@ -187,6 +190,10 @@ def run_official(args: argparse.Namespace) -> int:
 
     if args.resume is not False:
         raise UserError("resume an official run with `yolotui resume RUN` (it passes --resume RUN/weights/last.pt)")
+    if getattr(args, "mlflow", None) is not None or getattr(args, "wandb", None) is not None \
+            or getattr(args, "tensorboard", None) is not None:
+        raise UserError("--mlflow, --wandb and --no-tensorboard are for yolotui's engine; the official trainer writes "
+                        "its own TensorBoard files in its run folder (see `yolotui tensorboard RUN`)")
     if args.restart_backoff is not None and args.restart_backoff < 0:
         raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
     _, script_args = official.split_flags(list(getattr(args, "raw_argv", []) or []),

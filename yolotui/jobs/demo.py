@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.launch import StartedRun, started
 
 OPENED = "opened"
 

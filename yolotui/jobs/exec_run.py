@@ -13,7 +13,7 @@ from typing import Any
 from yolotui.backends import EXEC, get_backend
 from yolotui.backends.base import CommandRequest
 from yolotui.errors import UserError
-from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.launch import StartedRun, started
 from yolotui.jobs.runextras import RunExtras
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.errors import UserError
-from yolotui.jobs.results import StartedRun
+from yolotui.jobs.launch import StartedRun
 from yolotui.jobs.runextras import RunExtras
 
 # Options taken from the source run's opt.yaml when not given.

@@ -15,9 +15,8 @@ from typing import Any
 
 from yolotui.backends import ENGINE
 from yolotui.errors import UserError
-from yolotui.jobs.launch import DEFAULT_MAX_ATTEMPTS, start_training, write_run_files
+from yolotui.jobs.launch import DEFAULT_MAX_ATTEMPTS, StartedRun, start_training, started, write_run_files
 from yolotui.jobs.queue import QueueRequest, describe_spec, queue_spec, resolve_after
-from yolotui.jobs.results import StartedRun, started
 from yolotui.jobs.runextras import RunExtras
 
 

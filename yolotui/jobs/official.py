@@ -24,7 +24,7 @@ from yolotui.backends.official.backend import (
     split_flags,
 )
 from yolotui.errors import UserError
-from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.launch import StartedRun, started
 from yolotui.jobs.runextras import RunExtras
 from yolotui.runs import layout
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.errors import UserError
-from yolotui.jobs.results import StartedRun, started
+from yolotui.jobs.launch import StartedRun, started
 from yolotui.jobs.runextras import RunExtras
 
 RESUME_CHANGEABLE = ("epochs", "batch_size", "device", "workers")

@@ -1,10 +1,11 @@
 """What every launch may add to run.yaml (train, resume, fine-tune, exec): notification URLs, the stall
-watchdog's timeout, and the logging configuration.
+watchdog's timeout, the logging configuration and the experiment trackers.
 
 `RunExtras.entries()` checks them (a bad logging YAML is refused with one line naming the file and the bad key,
 before any folder is made or anything detaches) and returns the run.yaml entries: `notify`, `watchdog`,
-`logging`. settings.yaml supplies `log_config`/`log_level` defaults. `carried_over` keeps a run's earlier
-entries that a resume does not give again, so a resumed run still notifies and logs as it did.
+`logging`, `trackers` (yolotui.runs.trackers). settings.yaml supplies `log_config`/`log_level` defaults.
+`carried_over` keeps a run's earlier entries that a resume does not give again, so a resumed run still notifies
+and logs as it did (and keeps its trackers and their run ids).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class RunExtras:
     stall_timeout_s: float | None = None
     log_config: str | None = None
     log_level: str | None = None
+    trackers: Any = None  # runs.trackers.TrackerFlags: --no-tensorboard, --mlflow [URI], --wandb PROJECT
 
     def entries(self) -> dict[str, Any]:
         """The run.yaml entries for what was given (validated)."""
@@ -46,6 +48,8 @@ class RunExtras:
             settings = load_user_settings(strict=False)
             log_config = log_config or settings.get("log_config")
             log_level = log_level or settings.get("log_level")
+        if self.trackers is not None and self.trackers.given():
+            extra["trackers"] = self.trackers.entry()  # a missing package is refused here, naming the extra
         entry = logconfig.entry_for(log_config, log_level)
         if entry is not None:
             extra["logging"] = entry
@@ -55,6 +59,7 @@ class RunExtras:
 def carried_over(run_dir: Path, entries: dict[str, Any]) -> dict[str, Any]:
     """`entries` plus the run's previous run.yaml entries (notify, watchdog, logging) not given again."""
     from yolotui.runs.runconfig import read_run_config, run_yaml_path
+    from yolotui.runs.trackers import carried_entries
 
     if not run_yaml_path(Path(run_dir)).exists():
         return dict(entries)
@@ -62,4 +67,5 @@ def carried_over(run_dir: Path, entries: dict[str, Any]) -> dict[str, Any]:
         previous = read_run_config(Path(run_dir))
     except UserError:
         return dict(entries)
-    return {**{k: previous[k] for k in CARRIED_KEYS if previous.get(k)}, **entries}
+    return {**{k: previous[k] for k in CARRIED_KEYS if previous.get(k)}, **entries,
+            **carried_entries(Path(run_dir), previous, entries)}  # trackers: merged per key, and their run ids

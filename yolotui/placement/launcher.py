@@ -259,8 +259,8 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
            queue: dict[str, Any] | None = None, slurm: SlurmOptions | None = None) -> RunStatus:
     """Write run.yaml and status.json and start the supervisor, the run's lock held in `lock_fd`."""
     from yolotui.placement import diskspace
+    from yolotui.runs.atomic import append_bytes, open_append
     from yolotui.runs.manifest import reconcile_run
-    from yolotui.runs.nofollow import append_bytes, open_append
 
     diskspace.check_room(run_dir, checkpoint_hint)
     reconcile_run(run_dir)  # the run is ours now: put last.pt and its manifest back in step before resuming

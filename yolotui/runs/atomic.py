@@ -1,13 +1,71 @@
-"""Crash-safe file replacement: a kill at any instant leaves the old file or the new one, never a torn one."""
+"""Writing run files safely: crash-safe replacement (a kill at any instant leaves the old file or the new one,
+never a torn one) and no write through a symbolic link.
+
+A run folder may be shared or restored from elsewhere; a `train.log` that is a symlink to `~/.bashrc` must
+not make the supervisor append to `~/.bashrc`. Every append to a run file goes through `open_append`, which
+opens with O_NOFOLLOW and refuses a link (or anything but a regular file) with a line naming the file;
+replaced files (status.json, checkpoints) are refused the same way by `refuse_link` before the rename.
+"""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from yolotui.errors import UserError
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class RunFileLink(UserError):
+    """A run file is a symbolic link (or not a regular file): yolotui refuses to write through it."""
+
+
+def _refusal(path: Path) -> RunFileLink:
+    return RunFileLink(f"refusing to write {path}: it is a symbolic link or not a regular file; "
+                       "remove it (yolotui writes run files only as plain files)")
+
+
+def refuse_link(path: Path) -> None:
+    """Raise RunFileLink when `path` exists as a symlink or as something other than a regular file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise _refusal(Path(path))
+
+
+def open_append(path: Path, mode: int = 0o644) -> int:
+    """An O_APPEND descriptor of the regular file `path` (created if missing), never through a symlink."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO):
+            raise _refusal(path) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device planted under a run file's name
+        os.close(fd)
+        raise _refusal(path)
+    return fd
+
+
+def append_bytes(path: Path, data: bytes) -> None:
+    """Append `data` to `path` with one write (see `open_append`)."""
+    fd = open_append(path)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -29,7 +87,7 @@ def atomic_open(path: Path, mode: str = "wb") -> Iterator[io.IOBase]:  # typing 
     """Open a temporary file beside `path`; on a clean exit flush, fsync and `os.replace` it into place."""
     import tempfile  # here, not at the top: `yolotui ls` never writes and should not pay for it
 
-    from yolotui.runs.nofollow import refuse_link
+    from yolotui.runs.atomic import refuse_link
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,7 @@ class EventWriter:
         """Append one event of `type_` with `fields`; returns the event written."""
         event: Event = {"ts": round(time.time(), 3), "type": type_, "attempt": self.attempt, **fields}
         line = json.dumps(event, default=_jsonable, allow_nan=True, separators=(",", ":")) + "\n"
-        from yolotui.runs.nofollow import append_bytes
+        from yolotui.runs.atomic import append_bytes
 
         append_bytes(self.path, line.encode("utf-8"))
         return event

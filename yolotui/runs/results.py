@@ -43,7 +43,7 @@ def append_row(path: Path, epoch: int, values: Sequence[float]) -> None:
     line = format_row(epoch, values)
     if not path.exists() or path.stat().st_size == 0:
         line = header_line() + line
-    from yolotui.runs.nofollow import append_bytes
+    from yolotui.runs.atomic import append_bytes
 
     append_bytes(path, line.encode("ascii"))
 

@@ -14,8 +14,8 @@ import time
 from typing import Any
 
 from yolotui import procs
+from yolotui.runs.atomic import open_append
 from yolotui.runs.layout import TRAIN_LOG
-from yolotui.runs.nofollow import open_append
 from yolotui.supervisor.log import log
 
 POLL_S = 0.1

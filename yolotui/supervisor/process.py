@@ -39,6 +39,7 @@ from yolotui import procs
 from yolotui.errors import UserError
 from yolotui.notify import notifier as notifications
 from yolotui.runs import lock
+from yolotui.runs.atomic import append_bytes
 from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
@@ -51,7 +52,6 @@ from yolotui.runs.layout import (
 )
 from yolotui.runs.lock import LOCK_FD_FLAG
 from yolotui.runs.manifest import reconcile_run
-from yolotui.runs.nofollow import append_bytes
 from yolotui.runs.runconfig import handles_save_signal, read_run_config
 from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status_resilient
 from yolotui.supervisor import gpu_monitor, policy, remedies

@@ -2,7 +2,7 @@
 
 A wizard shows `format_command(args)` (so users learn the CLI) and launches by running
 `cli_argv(args)` = `[sys.executable, "-m", "yolotui", *args]`, never through a shell; commands that start
-a run get `--json` added, so the TUI learns the run it started from JSON (yolotui.jobs.results), never
+a run get `--json` added, so the TUI learns the run it started from JSON (yolotui.jobs.launch), never
 from human text. The CLI commands detach the run under its supervisor and return at once, so a launch
 takes about a second. Torch-free: this module imports only the standard library.
 """

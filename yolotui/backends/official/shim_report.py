@@ -14,7 +14,7 @@ import sys
 import time
 
 BATCH_EVENT_INTERVAL_S = 0.5
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # run files are never written through a symlink (as yolotui.runs.nofollow)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # run files are never written through a symlink (as yolotui.runs.atomic)
 SHIM_PREFIX = "yolotui shim:"
 
 

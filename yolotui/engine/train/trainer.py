@@ -29,6 +29,7 @@ from yolotui.engine.data import pipeline
 from yolotui.engine.evaluate import validate as validation
 from yolotui.engine.loss.yolo_loss import loss_for_model
 from yolotui.engine.model import build_model
+from yolotui.engine.trackers.hub import NO_TRACKERS, close_trackers, open_trackers
 from yolotui.engine.train import checkpoint as ckpt_io
 from yolotui.engine.train import ddp
 from yolotui.engine.train.ema import ModelEMA, unwrap
@@ -143,6 +144,7 @@ class Trainer:
         self.last_save_time = time.monotonic()
         self.last_log_time = 0.0
         self.last_metrics: dict[str, float] = {}
+        self.trackers: Any = NO_TRACKERS  # TensorBoard, MLflow, W&B (engine/trackers); opened in train()
 
     # ------------------------------------------------------------------------------------------ setup
 
@@ -441,6 +443,7 @@ class Trainer:
                     group["lr"] *= self.lr_scale
             items = self._train_step(batch, ni)
             self.epoch_loss_sum += items
+            self.trackers.batch(ni, self.epoch_loss_sum, i + 1, self.optimizer.param_groups[0]["lr"])
             window_images += int(batch["img"].shape[0])
             now = time.monotonic()
             if now - last_event >= BATCH_EVENT_INTERVAL_S or i + 1 == self.batches:
@@ -501,7 +504,7 @@ class Trainer:
         stop = patience > 0 and epoch - self.best_epoch >= patience
         append_row(self.run_dir / layout.RESULTS_CSV, epoch,
                    [*train_losses.tolist(), val["P"], val["R"], val["mAP50"], val["mAP50-95"], *val["losses"], *lrs])
-        self.events.emit("epoch", epoch=epoch, epochs=self.epochs, losses=_loss_dict(train_losses),
+        epoch_event = self.events.emit("epoch", epoch=epoch, epochs=self.epochs, losses=_loss_dict(train_losses),
                          metrics={k: val[k] for k in ("P", "R", "mAP50", "mAP50-95")},
                          val_losses=_loss_dict(torch.tensor(val["losses"])), fitness=fitness,
                          best_fitness=self.best_fitness, lr=lrs, seconds=round(seconds, 3),
@@ -520,6 +523,7 @@ class Trainer:
         period = int(self.opt.get("save_period", -1) or -1)
         if period > 0 and epoch % period == 0:
             self._write(ckpt, self.weights_dir / f"epoch{epoch}.pt")
+        self.trackers.epoch(epoch_event)  # after the checkpoint: trackers get only epochs a resume keeps
         if stop:
             self._log(f"Stopping early: no improvement in {patience} epochs; best epoch {self.best_epoch + 1}")
         stop_early, self.requests.stop = ddp.agree([stop, self.requests.stop], self.dist, self.device)
@@ -535,10 +539,12 @@ class Trainer:
             accumulate=self.accumulate, lr_scale=self.lr_scale, batches=self.batches, frozen=self.frozen,
             transfer=self.transfer_note, precision=describe(self.amp_dtype))
         self._log(f"precision: {describe(self.amp_dtype)} on {_device_name(self.device)}", logging.DEBUG)
+        self.trackers = open_trackers(self)
         if self.start_epoch >= self.epochs:
             self._log(f"Nothing to train: {self.start_epoch}/{self.epochs} epochs done; use --epochs N to extend")
             self.events.emit("done", metrics=self.last_metrics, best=str(self.best_path), epochs=self.epochs,
                              best_fitness=self.best_fitness)
+            self.trackers.finish(self.best_path, self.last_path)
             return 0
         for epoch in range(self.start_epoch, self.epochs):
             started = time.monotonic()
@@ -556,6 +562,7 @@ class Trainer:
                 return 0
         self.events.emit("done", metrics=self.last_metrics, best=str(self.best_path), epochs=self.epochs,
                          best_fitness=self.best_fitness)
+        self.trackers.finish(self.best_path, self.last_path)
         self._log(f"Done. Best fitness {self.best_fitness:.4f}; weights in {self.weights_dir}")
         return 0
 
@@ -657,6 +664,7 @@ def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
     try:
         return _run(trainer)
     finally:
+        close_trackers(trainer)
         ddp.finish(trainer.dist)
 
 
