@@ -19,37 +19,40 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
-from torch import nn
 
-from yolotui.backends.official.weights import load_weights_source
-from yolotui.config import load_hyp, load_yaml, opt_yaml_dict, parse_freeze, save_yaml
+from yolotui.config import opt_yaml_dict, save_yaml
 from yolotui.engine.data import pipeline
 from yolotui.engine.evaluate import validate as validation
 from yolotui.engine.loss.yolo_loss import loss_for_model
-from yolotui.engine.model import build_model
 from yolotui.engine.trackers.hub import NO_TRACKERS, close_trackers, open_trackers
-from yolotui.engine.train import checkpoint as ckpt_io
 from yolotui.engine.train import ddp
+from yolotui.engine.train.checkpointing import TrainerCheckpoints, drop_events_after
 from yolotui.engine.train.ema import ModelEMA, unwrap
 from yolotui.engine.train.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
 from yolotui.engine.train.faults import FaultInjector
 from yolotui.engine.train.freeze import frozen_state_keys, hold_frozen_bn
 from yolotui.engine.train.loop_timing import LoopTiming
-from yolotui.engine.train.memory_format import prepare_for_training, training_memory_format
+from yolotui.engine.train.memory_format import training_memory_format
 from yolotui.engine.train.optim import NOMINAL_BATCH, accumulation_steps, build_optimizer, scaled_weight_decay
 from yolotui.engine.train.precision import autocast_dtype, describe, to_float32
-from yolotui.engine.train.schedule import LrPlan, make_plan, warmup_accumulation
+from yolotui.engine.train.schedule import make_plan, warmup_accumulation
 from yolotui.engine.train.signals import SignalRequests
+from yolotui.engine.train.startup import (  # noqa: F401 (select_device, transfer_weights, freeze_prefixes: API)
+    DATA_LOG,
+    LOG,
+    TrainerStartup,
+    freeze_prefixes,
+    read_attempt,
+    seed_everything,
+    select_device,
+    transfer_weights,
+)
 from yolotui.errors import UserError
 from yolotui.runs import layout
-from yolotui.runs.events import EventWriter, read_events
-from yolotui.runs.results import append_row, truncate_after
+from yolotui.runs.events import EventWriter
+from yolotui.runs.results import append_row
 
-LOG = logging.getLogger("yolotui.trainer")  # train.log by default; see yolotui/supervisor/logconfig.py
-DATA_LOG = logging.getLogger("yolotui.data")
-DDP_LOG = logging.getLogger("yolotui.ddp")
 BATCH_EVENT_INTERVAL_S = 0.3  # at most ~3 batch events a second
 LOG_INTERVAL_S = 10.0  # progress lines in train.log (the events carry every detail)
 GRAD_CLIP_NORM = 10.0
@@ -69,63 +72,7 @@ class EngineOverrides:
     cache: str | None = None  # "ram" or "none" (the host-oom remedy turns the RAM cache off)
 
 
-def select_device(device: str) -> torch.device:
-    """'cpu', '' (first GPU if any), '0', '0,1' (first of them here) -> torch.device; UserError if absent."""
-    text = (device or "").strip().lower()
-    if text == "cpu" or (text == "" and not torch.cuda.is_available()):
-        return torch.device("cpu")
-    first = text.replace("cuda:", "").split(",")[0] or "0"
-    if not torch.cuda.is_available() or int(first) >= torch.cuda.device_count():
-        raise UserError(f"--device {device}: no such CUDA device here; use --device cpu")
-    return torch.device(f"cuda:{int(first)}")
-
-
-def seed_everything(seed: int, deterministic: bool) -> None:
-    """Seed python, numpy and torch; make kernels deterministic where torch can."""
-    import random
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    if deterministic:
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.backends.cudnn.benchmark = False
-        torch.backends.cudnn.deterministic = True
-
-
-def read_attempt(run_dir: Path) -> int:
-    """The supervisor's attempt number (YOLOTUI_ATTEMPT, else status.json, else 1)."""
-    value = os.environ.get("YOLOTUI_ATTEMPT")
-    if value and value.isdigit():
-        return int(value)
-    from yolotui.runs.status import read_status
-
-    status = read_status(run_dir)
-    return max(1, int(status.attempt)) if status and status.attempt else 1
-
-
-def freeze_prefixes(freeze: list[int] | str, backbone_layers: int) -> list[str]:
-    """Parameter-name prefixes to freeze: official rule (one N = layers 0..N-1, several = those), or the backbone."""
-    if freeze == "backbone":
-        layers: list[int] = list(range(backbone_layers))
-    elif len(freeze) > 1:
-        layers = list(freeze)
-    else:
-        layers = list(range(freeze[0])) if freeze else []
-    return [f"model.{i}." for i in layers]
-
-
-def transfer_weights(model: nn.Module, source: dict[str, torch.Tensor]) -> tuple[int, int, list[str]]:
-    """Copy the tensors of `source` whose name and shape match; returns (transferred, total, skipped names)."""
-    target = model.state_dict()
-    matched = {k: v for k, v in source.items() if k in target and tuple(v.shape) == tuple(target[k].shape)}
-    skipped = sorted(k for k in source if k in target and k not in matched)
-    model.load_state_dict(matched, strict=False)
-    return len(matched), len(target), skipped
-
-
-class Trainer:
+class Trainer(TrainerStartup, TrainerCheckpoints):
     """One training process for one run directory."""
 
     def __init__(self, run_dir: Path, overrides: EngineOverrides | None = None) -> None:
@@ -152,89 +99,7 @@ class Trainer:
         if self.dist.main:
             logger.log(level, message)
 
-    def _load_options(self) -> None:
-        self.opt = load_yaml(self.run_dir / layout.OPT_YAML, "opt.yaml")
-        hyp_file = self.run_dir / layout.HYP_YAML
-        self.hyp = load_hyp(hyp_file) if hyp_file.exists() else load_hyp(Path(self.opt["hyp"]))
-        self.opt["freeze"] = parse_freeze(self.opt.get("freeze", [0]))
-        self.resume_ckpt: dict[str, Any] | None = None
-        if self.last_path.exists():
-            try:
-                self.resume_ckpt = ckpt_io.load_checkpoint(self.last_path)
-            except Exception as exc:
-                raise UserError(f"{self.last_path}: cannot load it to resume ({exc}); run yolotui doctor") from exc
-        ov = self.overrides
-        if self.resume_ckpt is not None:
-            saved = self.resume_ckpt["opt"]
-            planned = int(self.resume_ckpt["epochs"])
-            self.opt = {**self.opt, **{k: v for k, v in saved.items()
-                                        if k not in ("batch_size", "device", "workers", "cache")}}
-            self.opt["freeze"] = parse_freeze(self.opt.get("freeze", [0]))
-            self.opt["epochs"] = planned
-            self.hyp = dict(self.resume_ckpt["hyp"])
-        if ov.epochs is not None:
-            self.opt["epochs"] = int(ov.epochs)
-        if ov.batch_size is not None:
-            self.opt["batch_size"] = int(ov.batch_size)
-        if ov.device is not None:
-            self.opt["device"] = ov.device
-        if ov.workers is not None:
-            self.opt["workers"] = int(ov.workers)
-        if ov.cache is not None:
-            self.opt["cache"] = None if ov.cache == "none" else ov.cache
-        self.epochs = int(self.opt["epochs"])
-        self.batch_size = int(self.opt["batch_size"])
-        self.lr_scale = float(ov.lr_scale if ov.lr_scale is not None else self.opt.get("lr_scale", 1.0))
-        if not self.lr_scale > 0:
-            raise UserError(f"--lr-scale {self.lr_scale}: must be above 0")
-        self.opt["lr_scale"] = self.lr_scale
-        saved_batch = int(self.resume_ckpt["opt"].get("batch_size", 0)) if self.resume_ckpt is not None else 0
-        saved_accumulate = self.opt.get("accumulate") if saved_batch == self.batch_size else None
-        if ov.accumulate is not None and ov.accumulate < 1:
-            raise UserError(f"--accumulate {ov.accumulate}: must be at least 1")
-        self.accumulate_override = ov.accumulate or (int(saved_accumulate) if saved_accumulate else None)
 
-    def _build_model(self) -> None:
-        nc, names = self.nc, self.names
-        self.transfer_note = None
-        if self.resume_ckpt is not None:
-            model = build_model(self.resume_ckpt["model_yaml"], nc=int(self.resume_ckpt["nc"]))
-            model.load_state_dict(self.resume_ckpt["model"])
-        elif self.opt.get("weights"):
-            source = load_weights_source(self.opt["weights"])  # yolotui, or official read inertly
-            cfg = self.opt.get("cfg") or source.get("model_yaml")
-            if not cfg:
-                raise UserError(f"--weights {self.opt['weights']}: it does not record its model config; "
-                                "give --cfg (the model YAML it was trained with) too")
-            model = build_model(cfg, nc=nc)
-            weights = source.get("ema") or source["model"]
-            done, total, skipped = transfer_weights(model, weights)
-            self.transfer_note = {"transferred": done, "total": total, "reinitialised": skipped,
-                                  "source_nc": int(source.get("nc") or nc), "official": bool(source.get("official"))}
-            self._log(f"Transferred {done}/{total} items from {self.opt['weights']}"
-                      + (f"; re-initialised {len(skipped)} (class count {source.get('nc')} -> {nc})" if skipped else ""))
-        else:
-            model = build_model(self.opt["cfg"], nc=nc)
-        model.names = names
-        prefixes = freeze_prefixes(self.opt["freeze"], int(getattr(model, "backbone_layers", 0)))
-        self.freeze_prefixes = tuple(prefixes)
-        self.frozen = 0
-        for name, param in model.named_parameters():
-            if any(name.startswith(p) for p in prefixes):
-                param.requires_grad_(False)
-                self.frozen += 1
-        if self.frozen:
-            self._log(f"Froze {self.frozen} parameter tensors ({len(prefixes)} layers)")
-        self.model = prepare_for_training(model, self.device)
-        if self.dist.distributed:
-            from torch.nn.parallel import DistributedDataParallel
-
-            self.model, synced = ddp.convert_sync_bn(self.model, bool(self.opt.get("sync_bn")), self.dist, self.cuda)
-            if synced:
-                self._log(f"SyncBatchNorm: {synced} BatchNorm layers synchronised across the processes",
-                          logger=DDP_LOG)
-            ids = [self.dist.local_rank] if self.cuda else None
-            self.model = DistributedDataParallel(self.model, device_ids=ids, output_device=ids[0] if ids else None)
 
     def setup(self) -> None:
         """Read options, data and model; restore a checkpoint when one exists."""
@@ -291,92 +156,11 @@ class Trainer:
         save_yaml(self.run_dir / layout.OPT_YAML, opt_yaml_dict({**self.opt, "save_dir": str(self.run_dir)}))
         save_yaml(self.run_dir / layout.HYP_YAML, self.hyp)
 
-    def _restore(self, ckpt: dict[str, Any], decay: float) -> None:
-        """Put every piece of training state back as the checkpoint recorded it."""
-        self.ema.ema.load_state_dict(ckpt["ema"])
-        self.ema.updates = int(ckpt["updates"])
-        self.optimizer.load_state_dict(ckpt["optimizer"])
-        self.optimizer.param_groups[1]["weight_decay"] = decay  # batch may have changed: re-derive
-        if ckpt.get("scaler"):
-            self.scaler.load_state_dict(ckpt["scaler"])
-        sched = ckpt["scheduler"]
-        plan = LrPlan.from_dict(sched["plan"])
-        old_batch = int(ckpt["opt"]["batch_size"])
-        self.plan = plan if self.epochs == plan.epochs else plan.extended(self.epochs)
-        self.best_fitness = float(ckpt["best_fitness"])
-        self.best_epoch = int(ckpt.get("best_epoch", -1))
-        self.start_epoch, self.start_step = int(ckpt["epoch"]), int(ckpt["step"])
-        train_state = ckpt.get("train_state") or {}
-        self.last_opt_step = int(train_state.get("last_opt_step", -1))
-        if self.start_step and old_batch != self.batch_size:
-            # Position is counted in batches of the old size; continue at the same sample (rounded down).
-            self.start_step = (self.start_step * old_batch) // self.batch_size
-            self.last_opt_step = self.start_epoch * self.batches + self.start_step - 1
-        if "epoch_loss_sum" in train_state:
-            self.epoch_loss_sum = train_state["epoch_loss_sum"].clone()
-        self.pending_grads = train_state.get("grads")
-        ckpt_io.set_rng_state(ckpt.get("rng") or {})
-        self.resumed_from = {"path": str(self.last_path), "epoch": self.start_epoch, "step": self.start_step}
-        if not self.dist.main:
-            return
-        kept = truncate_after(self.run_dir / layout.RESULTS_CSV, self.start_epoch - 1)
-        dropped = drop_events_after(self.run_dir / layout.EVENTS_JSONL, self.start_epoch, self.start_step)
-        self._log(f"Resuming from {self.last_path}: epoch {self.start_epoch}, batch {self.start_step}"
-                  f" of {self.epochs} epochs; kept {kept} results rows, dropped {dropped} later events")
 
     # ------------------------------------------------------------------------------------- checkpoints
 
-    def _checkpoint_dict(self, epoch: int, step: int, epochs: int, train_state: dict[str, Any] | None) -> dict:
-        model = unwrap(self.model)
-        return {
-            "format": ckpt_io.FORMAT,
-            "model_yaml": _plain_yaml(model.yaml),
-            "nc": int(self.nc),
-            "names": list(self.names),
-            "epoch": int(epoch),
-            "step": int(step),
-            "epochs": int(epochs),
-            "model": {k: v.detach().clone().cpu() for k, v in model.state_dict().items()},
-            "ema": {k: v.detach().clone().cpu() for k, v in self.ema.ema.state_dict().items()},
-            "updates": int(self.ema.updates),
-            "optimizer": _cpu(self.optimizer.state_dict()),
-            "scheduler": {"plan": self.plan.to_dict(), "last_epoch": int(epoch) - 1},
-            "scaler": self.scaler.state_dict() if self.scaler.is_enabled() else {},
-            "rng": ckpt_io.rng_state(),
-            "best_fitness": float(self.best_fitness),
-            "best_epoch": int(self.best_epoch),
-            "train_state": train_state or {},
-            "opt": _plain_opt(self.opt),
-            "hyp": dict(self.hyp),
-            "versions": ckpt_io.versions(),
-            "date": ckpt_io.now_iso(),
-        }
 
-    def _write(self, ckpt: dict[str, Any], path: Path) -> None:
-        self.last_save_time = time.monotonic()
-        if not self.dist.main:
-            return
-        if self.nan_guard.suspect or not _finite_weights(ckpt):
-            # never replace a good checkpoint with a diverged state: the nan remedy resumes from the last good one
-            self.events.emit("warning", kind="nan", message=f"not writing {path.name}: the loss or weights are "
-                             "not finite; keeping the last good checkpoint", traceback="")
-            return
-        manifest = ckpt_io.save_checkpoint(ckpt, path)
-        self._log(f"checkpoint {path.name}: epoch {manifest['epoch']} batch {manifest['step']}, "
-                  f"{manifest['bytes']} bytes in {manifest['seconds']:.2f} s", logging.DEBUG)
-        self.events.emit("checkpoint", path=str(path), epoch=manifest["epoch"], step=manifest["step"],
-                         bytes=manifest["bytes"], sha256=manifest["sha256"], seconds=manifest["seconds"])
-        self.last_save_time = time.monotonic()
 
-    def _save_mid_epoch(self, epoch: int, step: int) -> None:
-        if not self.dist.main:
-            self.last_save_time = time.monotonic()
-            return
-        grads = {name: p.grad.detach().clone().cpu() for name, p in unwrap(self.model).named_parameters()
-                 if p.grad is not None}
-        state = {"last_opt_step": int(self.last_opt_step), "epoch_loss_sum": self.epoch_loss_sum.clone(),
-                 "grads": grads}
-        self._write(self._checkpoint_dict(epoch, step, self.epochs, state), self.last_path)
 
     # ---------------------------------------------------------------------------------------- training
 
@@ -566,18 +350,6 @@ class Trainer:
         self._log(f"Done. Best fitness {self.best_fitness:.4f}; weights in {self.weights_dir}")
         return 0
 
-    def _last_written_step(self) -> int:
-        manifest = ckpt_io.read_json(layout.manifest_path(self.last_path)) or {}
-        return int(manifest.get("step", 0))
-
-
-def _finite_weights(ckpt: dict[str, Any]) -> bool:
-    """True when every floating tensor of the checkpoint's model and EMA is finite."""
-    for part in ("model", "ema"):
-        for tensor in (ckpt.get(part) or {}).values():
-            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point() and not torch.isfinite(tensor).all():
-                return False
-    return True
 
 
 class _NoEvents:
@@ -596,61 +368,6 @@ def _device_name(device: torch.device) -> str:
 def _loss_dict(values: torch.Tensor) -> dict[str, float]:
     box, cls, dfl = (float(v) for v in values.tolist())
     return {"box": round(box, 5), "cls": round(cls, 5), "dfl": round(dfl, 5)}
-
-
-def _cpu(obj: Any) -> Any:
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().clone().cpu()
-    if isinstance(obj, dict):
-        return {k: _cpu(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_cpu(v) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_cpu(v) for v in obj)
-    return obj
-
-
-def _plain_yaml(obj: Any) -> Any:
-    """A model yaml dict with tuples as lists and only plain scalars (weights_only-safe)."""
-    if isinstance(obj, dict):
-        return {str(k): _plain_yaml(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain_yaml(v) for v in obj]
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    return str(obj)
-
-
-def _plain_opt(opt: dict[str, Any]) -> dict[str, Any]:
-    return _plain_yaml(opt)
-
-
-def drop_events_after(path: Path, epoch: int, step: int) -> int:
-    """Rewrite events.jsonl without batch/epoch/checkpoint/done events past position (epoch, step); count dropped."""
-    from yolotui.runs.atomic import atomic_write_text
-
-    events = read_events(path)
-    if not events:
-        return 0
-    position = (epoch, step)
-
-    def later(event: dict[str, Any]) -> bool:
-        kind = event.get("type")
-        if kind == "batch":
-            return (int(event.get("epoch", 0)), int(event.get("batch", 0))) > position
-        if kind == "epoch":
-            return int(event.get("epoch", 0)) >= epoch
-        if kind == "checkpoint":
-            return (int(event.get("epoch", 0)), int(event.get("step", 0))) > position
-        return kind == "done"
-
-    kept = [e for e in events if not later(e)]
-    if len(kept) == len(events):
-        return 0
-    import json
-
-    atomic_write_text(path, "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in kept))
-    return len(events) - len(kept)
 
 
 def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
