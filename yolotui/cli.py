@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("export", "write the deployable model (converted .pt, ONNX) and check it against the original"),
     "serve": ("serve", "serve the TUI to a browser (textual-serve), on localhost with a token"),
     "service": ("service", "install a systemd user unit that resumes interrupted runs at boot"),
+    "restore": ("restore_cmd", "bring a mirrored run (--mirror) to this machine, checked, ready to resume"),
     "notify": ("notify", "notifications: `yolotui notify test` sends a test message to every target"),
 }
 

@@ -7,8 +7,9 @@ exit_code, exit_signal, failure_class, message, command, backend, device, attemp
 with attempt, started, ended, exit_code, exit_signal, failure_class, message, remedy, changes) and
 remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
 queue (what a queued run waits for, see yolotui.placement.queue), slurm (job_id, restarts, nodes) for a run
-submitted to SLURM, whose liveness is its job's state, not the lock, and notifications (how many were sent
-and failed, and the last error).
+submitted to SLURM, whose liveness is its job's state, not the lock, notifications (how many were sent
+and failed, and the last error), and mirror (a mirrored run's copies: target, state, copies, failures, last_ok,
+last_ok_epoch/step, last_error, slow; yolotui/mirror/driver.py).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ class RunStatus:
     # a queued run's wait (yolotui.placement.queue): spec, reason, since, waiting_on, gpus, claimed, started
     queue: dict[str, Any] | None = None
     slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/placement/slurm.py)
+    mirror: dict[str, Any] | None = None  # the run's mirror: target, state, last_ok, last_error (yolotui/mirror/driver.py)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:

@@ -26,7 +26,7 @@ FIELDS = {
     "command": ("a list of text", False), "attempts": ("a list of objects", False),
     "remedies": ("a list of objects", False), "stop": ("an object", True),
     "earlier_seconds": (_NUMBER, False), "launching": (_BOOL, False), "notifications": ("an object", True),
-    "queue": ("an object", True), "slurm": ("an object", True),
+    "queue": ("an object", True), "slurm": ("an object", True), "mirror": ("an object", True),
 }
 
 

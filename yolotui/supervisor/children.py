@@ -50,6 +50,8 @@ class TrainerChildren:
                 self.trainer.returncode = os.waitstatus_to_exitcode(wait_status)
             elif self.notifier.reaped(pid, wait_status):
                 self.status.notifications = dict(self.notifier.counts)
+            elif self.spot_reaped(pid, wait_status):  # a mirror copy or the preemption watcher
+                pass
 
     def child_setup(self) -> None:
         """Runs in the forked child before exec: default SIGHUP, die with the supervisor (Linux)."""

@@ -21,6 +21,7 @@ CRASH = "crash"
 HANG = "hang"  # no progress: the stall watchdog stopped the trainer (yolotui/supervisor/watchdog.py)
 HOST_OOM = "host-oom"  # SIGKILL from the kernel's OOM killer (yolotui/supervisor/hostoom.py)
 DISK = "disk"  # out of disk space or quota: never retried
+PREEMPTED = "preempted"  # the machine is going away (SIGTERM from outside, a notice): checkpointed, resumable
 
 
 @dataclass
