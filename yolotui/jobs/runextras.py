@@ -16,7 +16,7 @@ from typing import Any
 
 from yolotui.errors import UserError
 
-CARRIED_KEYS = ("notify", "watchdog", "logging", "mirror", "preempt")
+CARRIED_KEYS = ("notify", "watchdog", "logging", "mirror", "preempt", "restored")  # restored: yolotui restore
 
 
 @dataclass
@@ -83,7 +83,8 @@ def spot_entries(mirror: str | None, preempt_url: str | None) -> dict[str, Any]:
 
 
 def carried_over(run_dir: Path, entries: dict[str, Any]) -> dict[str, Any]:
-    """`entries` plus the run's previous run.yaml entries (notify, watchdog, logging) not given again."""
+    """`entries` plus the run's previous run.yaml entries (CARRIED_KEYS: notify, watchdog, logging, mirror ...)
+    not given again."""
     from yolotui.runs.runconfig import read_run_config, run_yaml_path
 
     if not run_yaml_path(Path(run_dir)).exists():

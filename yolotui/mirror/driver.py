@@ -219,3 +219,26 @@ class MirrorDriver:
         if self.child is not None:
             self._kill()
             self._wait(time.monotonic() + 5.0)
+
+
+def describe(record: dict[str, Any] | None, now: float | None = None) -> str | None:
+    """status.json's `mirror` in one line ('ok, last copy 2m ago (epoch 3 batch 12) -> s3://b/runs'), or None."""
+    from yolotui.formatting import age
+
+    if not isinstance(record, dict):
+        return None
+    now = time.time() if now is None else now
+    state = str(record.get("state") or "?")
+    target = record.get("target") or "(no target)"
+    last_ok = record.get("last_ok")
+    when = f"last copy {age(now - last_ok)} ago" if isinstance(last_ok, (int, float)) else "no copy yet"
+    if isinstance(record.get("last_ok_epoch"), int) and isinstance(last_ok, (int, float)):
+        when += f" (epoch {record['last_ok_epoch']} batch {record.get('last_ok_step') or 0})"
+    if state == FAILING:
+        return (f"failing ({record.get('failures') or 1}x: {record.get('last_error') or 'unknown error'}); "
+                f"{when} -> {target}")
+    if state == COPYING:
+        since = record.get("copying_since")
+        running = f" for {age(now - since)}" if isinstance(since, (int, float)) else ""
+        return f"copying{running}{' (slow)' if record.get('slow') else ''}; {when} -> {target}"
+    return f"{state}, {when} -> {target}"

@@ -96,6 +96,7 @@ def restore(request: RestoreRequest) -> RestoreResult:
     index.check_home()
     project.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.restore-", dir=project))
+    os.chmod(staging, 0o755)  # it becomes the run folder: as open as the ones yolotui train makes
     try:
         files = pull.fetch(target, name, staging)
         notes = pull.settle(staging)
@@ -107,12 +108,18 @@ def restore(request: RestoreRequest) -> RestoreResult:
         fd = _place(staging, destination, request.force)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    warnings = []
     try:
-        notes += _rewrite_paths(destination, request.source)
+        try:
+            notes += _rewrite_paths(destination, request.source)
+        except UserError as exc:  # a damaged run.yaml or opt.yaml: the run is restored, its paths are not moved
+            warnings.append(f"{exc}; its recorded paths were not moved to {destination}")
         index.add(destination, name)
     finally:
         lock.release(fd)
-    return _result(destination, name, request.source, files, notes)
+    result = _result(destination, name, request.source, files, notes)
+    result.warnings[:0] = warnings
+    return result
 
 
 def _place(staging: Path, destination: Path, force: bool) -> int:
