@@ -47,6 +47,8 @@ class MirrorDriver:
         self.child_signature: tuple | None = None
         self.killed_why: str | None = None
         self.superseded = False  # the running copy was ended on purpose at the run's end: no failure
+        self.slow_told = False  # a slow target is reported once, until a copy succeeds again
+        self.ending = False  # flush() is making the last copy
         self.seen = self.signature()
         self.pending = any(part is not None for part in self.seen)  # a resumed run: refresh the mirror at once
         self.retry_at = 0.0
@@ -120,7 +122,9 @@ class MirrorDriver:
             self.record["slow"] = True
             text = f"mirror to {self.settings.target} is slow: copying for {running:.0f} s; training goes on"
             self.log(f"warning: {text}")
-            self.notify(text)
+            if not self.slow_told:
+                self.slow_told = True
+                self.notify(text)
             changed = True
         if running >= self.settings.timeout_s and self.killed_why is None:
             self.killed_why = f"the copy took longer than {self.settings.timeout_s:g} s and was ended"
@@ -156,6 +160,7 @@ class MirrorDriver:
             return
         if code == 0 and result.get("ok"):
             recovered = self.record["failures"] > 0
+            self.slow_told = self.slow_told and running_s(result) >= self.settings.slow_s
             self.record.update(state=OK, copies=self.record["copies"] + 1, failures=0, last_ok=time.time(),
                                last_ok_epoch=result.get("epoch"), last_ok_step=result.get("step"))
             if recovered:
@@ -172,8 +177,8 @@ class MirrorDriver:
                            last_error_at=time.time(), slow=False, copying_since=None)
         self.pending = True  # try again: at the next checkpoint, or retry_s from now
         self.retry_at = now + self.settings.retry_s
-        self.log(f"warning: mirror to {self.settings.target} failed: {error}; training goes on, "
-                 f"next try in {self.settings.retry_s:g} s or at the next checkpoint")
+        self.log(f"warning: mirror to {self.settings.target} failed: {error}" + ("" if self.ending else
+                 f"; training goes on, next try in {self.settings.retry_s:g} s or at the next checkpoint"))
         if first:
             self.notify(f"mirror to {self.settings.target} failed: {error}; training goes on and the copy is retried")
         return True
@@ -198,6 +203,7 @@ class MirrorDriver:
     def flush(self, max_s: float | None = None) -> None:
         """The last copy of the run (see the module docstring), within `max_s` (default: flush_s)."""
         limit = self.settings.flush_s if max_s is None else max_s
+        self.ending = True
         deadline = time.monotonic() + limit
         self.seen = self.signature()
         if self.child is not None and self.child_signature != self.seen:
@@ -219,6 +225,12 @@ class MirrorDriver:
         if self.child is not None:
             self._kill()
             self._wait(time.monotonic() + 5.0)
+
+
+def running_s(result: dict[str, Any]) -> float:
+    """How long a finished copy ran, from its result record (0 when unknown)."""
+    seconds = result.get("seconds")
+    return float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else 0.0
 
 
 def describe(record: dict[str, Any] | None, now: float | None = None) -> str | None:

@@ -59,10 +59,11 @@ class SpotHandling:
     def _begin_notice_watch(self, settings: dict[str, Any]) -> None:
         from yolotui.placement.preempt import DEFAULT_EVERY_S, NoticeWatch, check_url
 
-        entry = self.config.get("preempt") or settings.get("preempt")
-        if isinstance(entry, str):
-            entry = {"url": entry}
-        if not isinstance(entry, dict) or not entry.get("url"):
+        parts = [settings.get("preempt"), self.config.get("preempt")]  # run.yaml's keys win
+        entry: dict[str, Any] = {}
+        for part in parts:
+            entry.update({"url": part} if isinstance(part, str) else part if isinstance(part, dict) else {})
+        if not entry.get("url"):
             return
         try:
             url = check_url(str(entry["url"]))
