@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = restore(RestoreRequest(args.source, args.project, args.force))
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps(result.to_json()))
     out = sys.stderr if args.json else sys.stdout
     where = (f"after {formatting.epochs_done(result.epoch, result.epochs, result.step or 0)}"
              if result.epoch is not None and result.epochs else "with no checkpoint yet")
