@@ -253,3 +253,15 @@ def test_restore_of_a_name_the_mirror_does_not_hold_is_one_line(tmp_path, cli_en
     done = cli(cli_env, "restore", str(tmp_path / "mirror" / "nope"), "--project", str(tmp_path / "new"))
     assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1
     assert "no mirrored run there" in done.stderr
+
+
+def test_a_mirror_folder_of_another_run_of_the_same_name_is_never_overwritten(tmp_path):
+    first, second = _fake_run(tmp_path / "project-a"), _fake_run(tmp_path / "project-b")  # both named exp
+    (first / "status.json").write_text(json.dumps({"name": "exp", "started": 1000.0}))
+    (second / "status.json").write_text(json.dumps({"name": "exp", "started": 2000.0}))
+    _copy(first, str(tmp_path / "mirror"))
+    with pytest.raises(UserError, match="holds another run of this name"):
+        _copy(second, str(tmp_path / "mirror"))
+    _assert_mirrors(first, tmp_path / "mirror" / "exp")  # untouched
+    _checkpoint(first, "last.pt", step=4)
+    assert _copy(first, str(tmp_path / "mirror")).sent == ["last.pt"]  # the same run goes on mirroring

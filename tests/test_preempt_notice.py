@@ -166,3 +166,13 @@ def test_resume_interrupted_takes_preempted_runs_first(tmp_path, cli_env):
     for run_dir in (preempted, killed):
         wait_until(lambda run_dir=run_dir: effective_state(run_dir) == "running", 60, "the relaunch")
         assert cli(cli_env, "stop", str(run_dir), "--force").returncode == 0
+
+
+def test_a_slurm_jobs_sigterm_keeps_slurms_own_rule():
+    from yolotui.supervisor.process import Supervisor
+    from yolotui.supervisor.slurm_job import SlurmSupervisor
+
+    assert Supervisor.sigterm_is_preemption and not SlurmSupervisor.sigterm_is_preemption
+    assert SlurmSupervisor.preemption_of(SlurmSupervisor.__new__(SlurmSupervisor), signal.SIGTERM) is None
+    assert "SIGTERM" in Supervisor.preemption_of(Supervisor.__new__(Supervisor), signal.SIGTERM)
+    assert Supervisor.preemption_of(Supervisor.__new__(Supervisor), signal.SIGINT) is None

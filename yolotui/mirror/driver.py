@@ -25,8 +25,7 @@ from typing import Any
 
 from yolotui.mirror.copy import result_path
 from yolotui.mirror.settings import MirrorSettings
-from yolotui.mirror.snapshot import CHECKPOINTS
-from yolotui.runs.atomic import read_json
+from yolotui.mirror.snapshot import CHECKPOINTS, read_manifest
 from yolotui.runs.layout import WEIGHTS_DIR
 
 IDLE, COPYING, OK, FAILING = "idle", "copying", "ok", "failing"
@@ -151,8 +150,7 @@ class MirrorDriver:
     def _ended(self, code: int) -> None:
         self.child = None
         now = time.monotonic()
-        result = read_json(result_path(self.run_dir))
-        result = result if isinstance(result, dict) else {}
+        result = _read_result(self.run_dir)
         self.record.update(slow=False, copying_since=None)
         superseded, self.superseded = self.superseded, False
         if superseded and not (code == 0 and result.get("ok")):
@@ -190,7 +188,7 @@ class MirrorDriver:
             try:
                 pid, wait_status = os.waitpid(self.child.pid, os.WNOHANG)
             except ChildProcessError:  # reaped elsewhere: its result file says how it went
-                self._ended(0 if (read_json(result_path(self.run_dir)) or {}).get("ok") else 1)
+                self._ended(0 if _read_result(self.run_dir).get("ok") else 1)
                 return True
             if pid:
                 self.reaped(pid, wait_status)
@@ -225,6 +223,15 @@ class MirrorDriver:
         if self.child is not None:
             self._kill()
             self._wait(time.monotonic() + 5.0)
+
+
+def _read_result(run_dir: Path) -> dict[str, Any]:
+    """The last copy's result record (bounded read; {} when absent or damaged)."""
+    try:
+        found = read_manifest(result_path(run_dir))
+    except Exception:  # a planted link or another oddity: no result
+        return {}
+    return found[0] if found is not None else {}
 
 
 def running_s(result: dict[str, Any]) -> float:

@@ -10,7 +10,8 @@ A copy cut short anywhere leaves a folder that yolotui.mirror.pull settles as ru
 a run folder: a pending manifest that matches the checkpoint in place completes it, else it is dropped and
 the previous checkpoint and manifest stand. A checkpoint whose manifest at the target already names the same
 bytes is not sent again (best.pt rarely changes; the final copy after a stop sends only what is new).
-`store_for(target, name)` is the store of one run at a target (yolotui.mirror.store_local, store_rsync,
+A folder that holds another run of the same name (status.json's `started`, the run's first start, differs) is
+never overwritten. `store_for(target, name)` is the store of one run at a target (yolotui.mirror.store_local, store_rsync,
 store_fsspec).
 """
 
@@ -46,9 +47,33 @@ def _already_there(store: Store, manifest_rel: str, sha256: str, size: int) -> b
         return False
 
 
+def _started(raw: bytes | None) -> float | None:
+    """status.json's `started` (the run's first start, kept by every resume and restore): the run's identity."""
+    try:
+        value = json.loads(raw).get("started") if raw else None
+    except (ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def refuse_another_run(snapshot: Snapshot, store: Store) -> None:
+    """CopyError when TARGET/RUN_NAME holds a different run of the same name (two `exp` runs of two projects)."""
+    if not snapshot.status:
+        return
+    ours = _started((snapshot.stage / STATUS_JSON).read_bytes())
+    theirs = _started(store.read_small(STATUS_JSON))
+    if ours is not None and theirs is not None and abs(ours - theirs) > 1e-3:
+        import time
+
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(theirs))
+        raise CopyError(f"{store.where} holds another run of this name (first started {when}); mirror this one "
+                        "under another --name or to another --mirror target")
+
+
 def push(snapshot: Snapshot, store: Store) -> PushReport:
     """Copy `snapshot` to `store` (see the module docstring); CopyError (one line) when a step fails."""
     report = PushReport()
+    refuse_another_run(snapshot, store)
     store.prepare()
     store.put(snapshot.stage, list(snapshot.small))
     changed = []
