@@ -144,3 +144,30 @@ def test_bad_spot_flags_are_refused_before_anything_starts(tmp_path, cli_env, fl
     done = cli(cli_env, "exec", "--project", str(tmp_path / "runs"), "--name", "x", flag, value, "--", "true")
     assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1
     assert flag in done.stderr and not (tmp_path / "runs" / "x").exists()
+
+
+def test_attach_returns_only_after_the_last_mirror_copy(tmp_path):
+    import io
+    import threading
+
+    from yolotui.commands._progress import wait_for_last_mirror_copy
+    from yolotui.runs.status import RunStatus, write_status
+
+    run_dir = tmp_path / "exp"
+    run_dir.mkdir()
+    write_status(run_dir, RunStatus(name="exp", state="finished", mirror={"target": "s3://b/r", "state": "copying"}))
+    fd = lock.claim(run_dir, "a supervisor making its last copy")
+
+    def last_copy_done():
+        write_status(run_dir, RunStatus(name="exp", state="finished", mirror={"target": "s3://b/r", "state": "ok",
+                                                                              "last_ok": time.time()}))
+        lock.release(fd)
+
+    timer = threading.Timer(0.5, last_copy_done)
+    timer.start()
+    out = io.StringIO()
+    started = time.monotonic()
+    wait_for_last_mirror_copy(run_dir, out)
+    assert time.monotonic() - started >= 0.4 and not lock.is_held(run_dir)
+    assert "waiting for the last mirror copy" in out.getvalue() and "mirror: ok, last copy" in out.getvalue()
+    timer.join()

@@ -265,3 +265,13 @@ def test_a_mirror_folder_of_another_run_of_the_same_name_is_never_overwritten(tm
     _assert_mirrors(first, tmp_path / "mirror" / "exp")  # untouched
     _checkpoint(first, "last.pt", step=4)
     assert _copy(first, str(tmp_path / "mirror")).sent == ["last.pt"]  # the same run goes on mirroring
+
+
+def test_a_mirror_onto_the_run_folder_itself_is_refused(tmp_path):
+    from yolotui.mirror.copy import copy_with_retries
+
+    run_dir = _fake_run(tmp_path / "runs")
+    before = (run_dir / "events.jsonl").read_bytes()
+    result = copy_with_retries(run_dir, str(tmp_path / "runs"), tries=1, log=lambda line: None)
+    assert not result["ok"] and "would be the run folder itself" in result["error"]
+    assert (run_dir / "events.jsonl").read_bytes() == before

@@ -21,7 +21,7 @@ from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.mirror.snapshot import MIRROR_DIR, take
-from yolotui.mirror.target import parse_target
+from yolotui.mirror.target import LOCAL, parse_target
 from yolotui.runs.atomic import atomic_write_json
 
 RESULT_FILE = "result.json"
@@ -49,6 +49,11 @@ def copy_once(run_dir: Path, target_text: str) -> dict[str, Any]:
     from yolotui.mirror.push import push, store_for
 
     target = parse_target(target_text, base=Path(run_dir))
+    if target.kind == LOCAL:
+        here, there = Path(run_dir).resolve(), Path(target.join(Path(run_dir).name)).resolve()
+        if there == here or here in there.parents:
+            raise UserError(f"--mirror {target}: the mirror of {here.name} would be the run folder itself; mirror "
+                            "to a folder outside it (another disk, a mount, a bucket)")
     store = store_for(target, Path(run_dir).name)
     snapshot = take(run_dir)
     try:

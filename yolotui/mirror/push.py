@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from yolotui.mirror.snapshot import Snapshot, describes
+from yolotui.mirror.snapshot import Snapshot, describes, read_manifest
 from yolotui.mirror.stores import Check, CopyError, Store
 from yolotui.mirror.target import FSSPEC, LOCAL, RSYNC, Target
 from yolotui.runs.layout import STATUS_JSON
@@ -60,7 +60,8 @@ def refuse_another_run(snapshot: Snapshot, store: Store) -> None:
     """CopyError when TARGET/RUN_NAME holds a different run of the same name (two `exp` runs of two projects)."""
     if not snapshot.status:
         return
-    ours = _started((snapshot.stage / STATUS_JSON).read_bytes())
+    staged = read_manifest(snapshot.stage / STATUS_JSON)  # a bounded read of a small JSON file
+    ours = _started(staged[1] if staged is not None else None)
     theirs = _started(store.read_small(STATUS_JSON))
     if ours is not None and theirs is not None and abs(ours - theirs) > 1e-3:
         import time

@@ -4,7 +4,8 @@
 the state `stopping`, sends SIGTERM to the trainer's process group (SIGKILL at once when forced, or when a later
 request forces it), and SIGKILL after the grace, which never cuts a checkpoint being written
 (yolotui.supervisor.grace). SIGTERM/SIGINT to the supervisor itself are a graceful stop (a SIGTERM from outside, or
-a preemption notice, is a preemption: yolotui/supervisor/spot.py); stray signals are logged and ignored. A mixin of yolotui.supervisor.process.Supervisor (it uses its status, trainer group and save()).
+a preemption notice, is a preemption: yolotui/supervisor/spot.py); stray signals are logged and ignored. A mixin
+of yolotui.supervisor.process.Supervisor (it uses its status, trainer group and save()).
 """
 
 from __future__ import annotations
