@@ -2,7 +2,8 @@
 
 Started by the supervisor (yolotui.mirror.driver) after a checkpoint and at the run's end; never by training
 itself, so a slow or failing target never holds a training step up. It runs at a lower CPU priority, dies with
-the supervisor (PR_SET_PDEATHSIG), stages a snapshot (yolotui.mirror.snapshot), pushes it (yolotui.mirror.push)
+the supervisor (PR_SET_PDEATHSIG) but not of a SIGTERM (a shutdown's, which must not cut the last copies short),
+stages a snapshot (yolotui.mirror.snapshot), pushes it (yolotui.mirror.push)
 and tries again after `backoff` seconds (doubling) up to `tries` times. Its one-line reasons go to stderr (the
 supervisor's log); its result goes to RUN/.mirror/result.json: ok, error, at, seconds, tries, bytes, sent,
 unchanged, epoch and step of the last.pt it left at the target. Exit code 0 on success, 1 on failure.
@@ -34,10 +35,12 @@ def result_path(run_dir: Path) -> Path:
 
 
 def _die_with_parent() -> None:
-    """SIGTERM when the supervisor dies (Linux); exit at once if it is already gone."""
+    """Ignore SIGTERM (a shutdown sends it to every process: the copy it interrupts is the one that matters most;
+    the supervisor ends a copy with SIGKILL); SIGKILL when the supervisor dies (Linux); exit if it is gone."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     parent = os.getppid()
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     except (OSError, AttributeError):
         pass
     if os.getppid() != parent:  # it died between the two looks
