@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result.to_json()))
     out = sys.stderr if args.json else sys.stdout
     where = (f"after {formatting.epochs_done(result.epoch, result.epochs, result.step or 0)}"
-             if result.epoch is not None and result.epochs else "with no checkpoint yet")
+             if result.epoch is not None else "with no checkpoint yet")
     print(f"restored {result.name} from {result.source} into {result.run_dir} ({result.state}, {where}; "
           "every checkpoint matches its manifest)", file=out)
     for note in result.notes:
