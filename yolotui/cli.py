@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve", "serve the TUI to a browser (textual-serve), on localhost with a token"),
     "tensorboard": ("tensorboard", "TensorBoard on localhost over runs' event files (engine, official, save_dir)"),
     "service": ("service", "install a systemd user unit that resumes interrupted runs at boot"),
+    "restore": ("restore_cmd", "bring a mirrored run (--mirror) to this machine, checked, ready to resume"),
     "notify": ("notify", "notifications: `yolotui notify test` sends a test message to every target"),
 }
 

@@ -1,6 +1,7 @@
 """Plain-text progress of a run (`yolotui train --attach`, `yolotui demo --no-tui`): reads the run folder only.
 
-Ctrl-C detaches: the run goes on under its supervisor. Returns when the run ends.
+Ctrl-C detaches: the run goes on under its supervisor. Returns when the run ends (for a mirrored run, once its
+supervisor has made the last copy).
 """
 
 from __future__ import annotations
@@ -67,6 +68,31 @@ def describe(event: dict[str, Any]) -> str | None:
     return None
 
 
+MIRROR_WAIT_S = 900.0  # the longest a follower waits for a mirrored run's supervisor to make its last copy
+
+
+def wait_for_last_mirror_copy(run_dir: Path, out: TextIO, max_s: float = MIRROR_WAIT_S) -> None:
+    """A mirrored run's supervisor makes its last copy after recording the end: wait for it to let go of the
+    lock, so a job script that ends with `--attach` (SkyPilot, a container) does not end the machine first."""
+    from yolotui.runs import lock
+    from yolotui.runs.status import read_status
+
+    status = read_status(run_dir)
+    if status is None or not status.mirror or not lock.is_held(run_dir):
+        return
+    out.write("waiting for the last mirror copy ...\n")
+    out.flush()
+    deadline = time.monotonic() + max_s
+    while lock.is_held(run_dir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    status = read_status(run_dir)
+    if status is not None and status.mirror:
+        from yolotui.mirror.driver import describe
+
+        out.write(f"mirror: {describe(status.mirror)}\n")
+        out.flush()
+
+
 def follow(run_dir: Path, out: TextIO = sys.stdout, interval: float = 0.5, from_start: bool = True) -> str:
     """Print the run's progress until it ends; Ctrl-C detaches. Returns the run's final (or current) state."""
     run_dir = Path(run_dir)
@@ -89,6 +115,7 @@ def follow(run_dir: Path, out: TextIO = sys.stdout, interval: float = 0.5, from_
                         out.write(line + "\n")
                 out.write(f"run {run_dir.name}: {state}\n")
                 out.flush()
+                wait_for_last_mirror_copy(run_dir, out)
                 return state
             time.sleep(interval)
     except KeyboardInterrupt:

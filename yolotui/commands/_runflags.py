@@ -1,7 +1,8 @@
-"""Flags every launching command shares (train, resume, finetune, exec): notifications, stall watchdog, logging.
+"""Flags every launching command shares (train, resume, finetune, exec): notifications, stall watchdog, logging,
+the mirror and the preemption notice.
 
-`add_run_flags(parser)` registers --notify URL (repeatable), --stall-timeout S, --log-config FILE and
---log-level LEVEL; `extras_from(args)` turns them into a jobs.runextras.RunExtras for the job request.
+`add_run_flags(parser)` registers --notify URL (repeatable), --stall-timeout S, --log-config FILE,
+--log-level LEVEL, --mirror TARGET and --preempt-url URL; `extras_from(args)` turns them into a jobs.runextras.RunExtras for the job request.
 """
 
 from __future__ import annotations
@@ -23,6 +24,13 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
                              "(default: settings.yaml's log_config)")
     parser.add_argument("--log-level", default=None, choices=("DEBUG", "INFO", "WARNING"), type=str.upper,
                         help="level of train.log and supervisor.log (default INFO)")
+    parser.add_argument("--mirror", default=None, metavar="TARGET",
+                        help="copy the run to TARGET/NAME after every checkpoint and at the end: a folder, host:path "
+                             "(rsync over ssh) or a URL (s3://, gs://, az://, file://); none: no mirror "
+                             "(default: settings.yaml's mirror)")
+    parser.add_argument("--preempt-url", default=None, metavar="URL",
+                        help="poll the machine's metadata URL for a preemption notice; on one, checkpoint, mirror "
+                             "and end the run `interrupted` (class preempted)")
 
 
 def extras_from(args: argparse.Namespace) -> Any:
@@ -33,4 +41,5 @@ def extras_from(args: argparse.Namespace) -> Any:
     return RunExtras(notify=list(getattr(args, "notify", None) or []),
                      stall_timeout_s=getattr(args, "stall_timeout", None),
                      log_config=getattr(args, "log_config", None), log_level=getattr(args, "log_level", None),
-                     trackers=tracker_flags(args))
+                     trackers=tracker_flags(args),
+                     mirror=getattr(args, "mirror", None), preempt_url=getattr(args, "preempt_url", None))

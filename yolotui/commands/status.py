@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _remedy_lines(status) -> list[str]:
-    """The distributed-debug settings the remedies turned on, and how notifications fared."""
+    """The distributed-debug settings the remedies turned on, how notifications fared, and the mirror."""
     from yolotui.supervisor.remedies import COMM_DEBUG_ENV
 
     lines = []
@@ -104,6 +104,10 @@ def _remedy_lines(status) -> list[str]:
     if counts.get("sent") or counts.get("failed"):
         failed = f", {counts['failed']} failed (last: {counts.get('last_error')})" if counts.get("failed") else ""
         lines.append(f"notified   {counts.get('sent', 0)} sent{failed}")
+    if status.mirror:
+        from yolotui.mirror.driver import describe
+
+        lines.append(f"mirror     {describe(status.mirror)}")
     return lines
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_TIMEOUT_S = 30.0
-EVENT_KINDS = ("finished", "failed", "stopped", "restart", "stall", "best", "test", "gpu")
+EVENT_KINDS = ("finished", "failed", "stopped", "interrupted", "restart", "stall", "best", "mirror", "test", "gpu")
 
 
 @dataclass

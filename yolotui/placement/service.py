@@ -7,7 +7,8 @@ run.yaml (restart policy, environment, backend), run.yaml's command with the rem
 halved batch, a lower learning rate, NCCL variables: only known flags and variables, values checked; never a
 command string from status.json) and the environment changes of its remedies. The
 trainer continues from weights/last.pt; a command with `resume_args` in run.yaml gets them at once. A queued
-run that never started is queued again, waiting for the same conditions (yolotui.placement.queue).
+run that never started is queued again, waiting for the same conditions (yolotui.placement.queue). Runs that
+ended `interrupted` with class `preempted` (the machine went away; yolotui/supervisor/spot.py) come first.
 
 `unit_text()` / `install_unit()` write ~/.config/systemd/user/yolotui-resume.service, a oneshot unit that runs
 `yolotui resume --interrupted` when the user's systemd manager starts (at boot with lingering on).
@@ -129,10 +130,22 @@ def relaunch(run_dir: Path) -> None:
     launch(Path(run_dir), **relaunch_plan(run_dir))
 
 
+def preempted_first(run_dirs: list[Path]) -> list[Path]:
+    """`run_dirs` with the preempted runs (class `preempted`: checkpointed for a machine that went away) first,
+    each group in its own order."""
+    def preempted(run_dir: Path) -> bool:
+        status = read_status(run_dir)
+        return status is not None and status.failure_class == "preempted"
+
+    marks = [preempted(run_dir) for run_dir in run_dirs]
+    return [d for d, m in zip(run_dirs, marks) if m] + [d for d, m in zip(run_dirs, marks) if not m]
+
+
 def resume_interrupted() -> list[ResumeResult]:
-    """Relaunch every interrupted run of the user; one result per run, in index order."""
+    """Relaunch every interrupted run of the user; one result per run, preempted runs first, else in index
+    order."""
     results = []
-    for run_dir in interrupted_runs():
+    for run_dir in preempted_first(interrupted_runs()):
         status = read_status(run_dir)
         name = status.name if status and status.name else run_dir.name
         try:

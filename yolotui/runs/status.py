@@ -8,8 +8,9 @@ with attempt, started, ended, exit_code, exit_signal, failure_class, message, re
 remedies (what was applied before the current attempt), stop (a stop request and the signals sent for it),
 queue (what a queued run waits for, see yolotui.placement.queue), slurm (job_id, restarts, nodes) for a run
 submitted to SLURM, whose liveness is its job's state, not the lock, notifications (how many were sent
-and failed, and the last error), and gpu_summary (one entry per attempt: time throttled and why, lowest clock,
-peak temperature, new ECC errors, energy, Xids; yolotui/telemetry/gpu_summary.py).
+and failed, and the last error), gpu_summary (one entry per attempt: time throttled and why, lowest clock,
+peak temperature, new ECC errors, energy, Xids; yolotui/telemetry/gpu_summary.py), and mirror (a mirrored run's
+copies: target, state, copies, failures, last_ok, last_ok_epoch/step, last_error, slow; yolotui/mirror/driver.py).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class RunStatus:
     slurm: dict[str, Any] | None = None  # a SLURM run: job_id, restarts, nodes (yolotui/placement/slurm.py)
     # per attempt of this supervisor: what the GPU cost the run (yolotui/telemetry/gpu_summary.py)
     gpu_summary: list[dict[str, Any]] | None = None
+    mirror: dict[str, Any] | None = None  # the run's mirror: target, state, last_ok, last_error (yolotui/mirror/driver.py)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunStatus:

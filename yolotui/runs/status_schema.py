@@ -27,6 +27,7 @@ FIELDS = {
     "remedies": ("a list of objects", False), "stop": ("an object", True),
     "earlier_seconds": (_NUMBER, False), "launching": (_BOOL, False), "notifications": ("an object", True),
     "queue": ("an object", True), "slurm": ("an object", True), "gpu_summary": ("a list of objects", True),
+    "mirror": ("an object", True),
 }
 
 

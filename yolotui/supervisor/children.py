@@ -16,7 +16,7 @@ from typing import Any
 from yolotui import procs
 from yolotui.runs.atomic import open_append
 from yolotui.runs.layout import TRAIN_LOG
-from yolotui.supervisor.log import log
+from yolotui.supervisor.logconfig import log
 
 POLL_S = 0.1
 WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks
@@ -50,8 +50,10 @@ class TrainerChildren:
                 self.trainer.returncode = os.waitstatus_to_exitcode(wait_status)
             elif self.notifier.reaped(pid, wait_status):
                 self.status.notifications = dict(self.notifier.counts)
+            elif self.spot_reaped(pid, wait_status):  # a mirror copy or the preemption watcher
+                pass
             elif getattr(self, "gpu", None) is not None:
-                self.gpu.reaped(pid, wait_status)
+                self.gpu.reaped(pid, wait_status)  # the GPU watcher
 
     def child_setup(self) -> None:
         """Runs in the forked child before exec: default SIGHUP, die with the supervisor (Linux)."""

@@ -22,6 +22,7 @@ HANG = "hang"  # no progress: the stall watchdog stopped the trainer (yolotui/su
 HOST_OOM = "host-oom"  # SIGKILL from the kernel's OOM killer (yolotui/supervisor/hostoom.py)
 DISK = "disk"  # out of disk space or quota: never retried
 GPU_FAULT = "gpu-fault"  # a crash after an Xid or a lost GPU: moved to another GPU or stopped (supervisor/gpu_monitor.py)
+PREEMPTED = "preempted"  # the machine is going away (SIGTERM from outside, a notice): checkpointed, resumable
 
 
 @dataclass

@@ -16,6 +16,9 @@ supervisor and the trainer run in different folders), and re-applied by the supe
 of the trainer. The default
 handler stays, so train.log keeps its lines; the user's handlers receive the records too (the `yolotui` logger
 propagates to root). `--log-level DEBUG|INFO|WARNING` sets the default handler's level.
+
+Also the supervisor's own log: `log()` writes a record of the `yolotui.supervisor` logger, whose default handler
+writes RUN/supervisor.log.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import inspect
 import logging
 import logging.config
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -216,3 +220,19 @@ def level_of_line(line: str) -> int:
     if "nccl info" in lowered or (lowered.startswith("[rank") and "debug" in lowered):
         return logging.DEBUG  # NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL chatter
     return logging.INFO
+
+
+# -- the supervisor's own log -------------------------------------------------------------------------------
+LOG = logging.getLogger("yolotui.supervisor")
+
+
+def log(message: str, level: int = logging.INFO) -> None:
+    """A record of the `yolotui.supervisor` logger: by default a timestamped line on the supervisor's own log
+    (its stdout is RUN/supervisor.log); a --log-config adds its handlers (yolotui/supervisor/logconfig.py). Never
+    raises: logging's handlers swallow write errors such as a full disk."""
+    LOG.log(level, message)
+
+
+def now_iso(ts: float | None = None) -> str:
+    """Local time as `YYYY-mm-dd HH:MM:SS`, for train.log's attempt markers."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts if ts is not None else time.time()))

@@ -4,6 +4,9 @@
 easy to test and to extend. The classes today:
 
 - exit code 0 (and no stop requested)      -> finished, no retry
+- a preemption (SIGTERM to the supervisor from outside, or the --preempt-url notice; yolotui/supervisor/spot.py)
+                                           -> class `preempted`, recorded `interrupted`, no retry: resumed first by
+                                              `yolotui resume --interrupted`, or restored elsewhere from its mirror
 - a stop was requested (yolotui stop, or the supervisor was told to stop)
                                            -> stopped, no retry (whatever the exit code)
 - killed by a signal the supervisor did not send (SIGKILL from the OOM killer, `kill` by hand ...)
@@ -34,7 +37,7 @@ import shlex
 import signal
 from typing import Any
 
-from yolotui.runs.layout import FAILED, FINISHED, STOPPED
+from yolotui.runs.layout import FAILED, FINISHED, INTERRUPTED, STOPPED
 from yolotui.runs.runconfig import (  # noqa: F401 (run.yaml's restart settings, through policy as before)
     DEFAULT_BACKOFF_MAX_S,
     DEFAULT_BACKOFF_S,
@@ -51,6 +54,7 @@ from yolotui.supervisor.decision import (  # noqa: F401 (policy.Decision, policy
     KILLED,
     NAN,
     OOM,
+    PREEMPTED,
     Decision,
     backoff_delay,
 )
@@ -110,6 +114,8 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     exit_signal = record.get("exit_signal")
     how = describe_exit(exit_code, exit_signal)
 
+    if record.get("preempted"):  # a SIGTERM from outside or the machine's notice (yolotui/supervisor/spot.py)
+        return preempted_decision(record, run_config, how)
     if record.get("stop_requested"):
         return Decision(retry=False, state=STOPPED, message=f"stopped on request ({how})")
     if record.get("spawn_error"):
@@ -164,6 +170,20 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     message = f"{how}: {event_message}" if event_message else how
     return plan_remedy(failure_class, message, record, run_config, events_since_attempt,
                        run_dir=record.get("run_dir"), changes_so_far=record.get("changes_so_far"))
+
+
+def preempted_decision(record: dict[str, Any], run_config: dict[str, Any], how: str) -> Decision:
+    """Class `preempted`: recorded `interrupted` (resumed first by `resume --interrupted`), never retried here."""
+    from yolotui.supervisor.remedies import last_checkpoint
+
+    name = shlex.quote(str(record.get("name") or run_config.get("name") or ""))
+    checkpoint = last_checkpoint(record.get("run_dir"))
+    where = (f"; checkpoint at epoch {checkpoint.get('epoch')} batch {checkpoint.get('step')}"
+             if checkpoint else "; no checkpoint yet")
+    return Decision(retry=False, state=INTERRUPTED, failure_class=PREEMPTED,
+                    message=f"preempted: {record['preempted']} ({how}){where}",
+                    remedy=f"resumable: yolotui resume {name} (after a reboot: yolotui resume --interrupted; on "
+                           f"another machine: yolotui restore MIRROR/{name} first)")
 
 
 def _disk_full_decision(event_class: str | None, event_message: str, record: dict[str, Any],

@@ -43,6 +43,7 @@ from yolotui.runs.atomic import append_bytes
 from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
+    INTERRUPTED,
     RESTARTING,
     RUNNING,
     STOP_REQUEST,
@@ -56,9 +57,11 @@ from yolotui.runs.runconfig import handles_save_signal, read_run_config
 from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status_resilient
 from yolotui.supervisor import gpu_monitor, policy, remedies
 from yolotui.supervisor.children import POLL_S, TrainerChildren, load_libc
+from yolotui.supervisor.decision import PREEMPTED
 from yolotui.supervisor.hostoom import MemoryWatch
-from yolotui.supervisor.log import LOG, log, now_iso  # noqa: F401 (LOG, log: this module's API too)
+from yolotui.supervisor.logconfig import LOG, log, now_iso  # noqa: F401 (LOG, log: this module's API too)
 from yolotui.supervisor.queued import QueueWait
+from yolotui.supervisor.spot import SpotHandling
 from yolotui.supervisor.stopping import StopHandling
 from yolotui.supervisor.watchdog import StallWatch, WatchdogSettings
 from yolotui.usersettings import load_user_settings
@@ -67,7 +70,7 @@ FINAL_NOTIFY_WAIT_S = 10.0  # how long the ended run waits for its last notifica
 MEMORY_EVERY = 4  # the memory sampler (a /proc scan) looks every 4th time: every 2 s
 
 
-class Supervisor(StopHandling, TrainerChildren, QueueWait):
+class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling):
     """Runs the attempts of one run and records them; see the module docstring."""
 
     def __init__(self, run_dir: Path) -> None:
@@ -103,6 +106,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
     def watch_step(self) -> None:
         """One look at the attempt's progress and memory; escalates a stall."""
         self.notifier.poll()
+        self.spot_step()  # a new checkpoint starts a mirror copy
         self.watch_count += 1
         if self.memory is not None and self.watch_count % MEMORY_EVERY == 0:
             self.memory.sample(self.trainer_pgid)
@@ -172,6 +176,8 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
         if self.stop is not None:
             self.status.stop = dict(self.stop)
         self.save()
+        self.spot_finish()  # the mirror's last copy, with the final status.json
+        self.save()
         log(f"run {state}: {message}")
         remedy = str((record or {}).get("remedy") or "")
         self.notifier.send(notifications.final_event(self.status.name, self.run_dir, state, message,
@@ -213,6 +219,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
         settings = load_user_settings()
         self.notifier.targets = notifications.targets_for(self.config, settings)
         self.watchdog = WatchdogSettings.from_configs(self.config, settings)
+        self.spot_begin(settings)
         self.save()  # the supervisor is in charge from here: the launcher waits for this
         return max_attempts
 
@@ -236,7 +243,10 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
         while True:
             attempt += 1
             if self.stop_wanted() is not None:
-                self.finish(STOPPED, f"stopped on request before attempt {attempt} started")
+                preempted = self.stop.get("preempted")
+                self.finish(INTERRUPTED if preempted else STOPPED,
+                            f"{'preempted' if preempted else 'stopped on request'} before attempt {attempt} started",
+                            failure_class=PREEMPTED if preempted else None)
                 return 0
             argv = policy.command_for_attempt(self.config, attempt, changes)
             record: dict[str, Any] = {
@@ -283,6 +293,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait):
             if self.watch.fired:
                 record["stall"] = self.watch.facts
             facts = {**record, "stop_requested": self.stop_wanted() is not None,
+                     "preempted": (self.stop or {}).get("preempted"),
                      "hang": self.watch.message() if self.watch.fired else None,
                      "host_oom": self.memory.evidence([self.trainer.pid] if self.trainer else [])
                      if record["exit_signal"] == signal.SIGKILL else None,

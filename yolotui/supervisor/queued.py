@@ -10,7 +10,7 @@ import time
 
 from yolotui.runs.layout import FAILED, QUEUED, STOPPED
 from yolotui.supervisor.children import POLL_S
-from yolotui.supervisor.log import log
+from yolotui.supervisor.logconfig import log
 
 QUEUE_POLL_S = 2.0  # how often a queued run checks its conditions (YOLOTUI_QUEUE_POLL_S overrides)
 

@@ -41,6 +41,8 @@ PREEMPTED = "preempted"
 class SlurmSupervisor(Supervisor):
     """Supervisor of a run inside its SLURM job; see the module docstring."""
 
+    sigterm_is_preemption = False  # SLURM's SIGTERM: class killed, relabelled preempted when the job is requeued
+
     def __init__(self, run_dir: Path) -> None:
         super().__init__(run_dir)
         self.job_id = os.environ.get("SLURM_JOB_ID", "")

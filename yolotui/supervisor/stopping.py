@@ -3,8 +3,9 @@
 `yolotui stop` (yolotui.supervisor.control) writes RUN/stop.request; the supervisor sees it within a poll, records
 the state `stopping`, sends SIGTERM to the trainer's process group (SIGKILL at once when forced, or when a later
 request forces it), and SIGKILL after the grace, which never cuts a checkpoint being written
-(yolotui.supervisor.grace). SIGTERM/SIGINT to the supervisor itself are a graceful stop; stray signals are logged
-and ignored. A mixin of yolotui.supervisor.process.Supervisor (it uses its status, trainer group and save()).
+(yolotui.supervisor.grace). SIGTERM/SIGINT to the supervisor itself are a graceful stop (a SIGTERM from outside, or
+a preemption notice, is a preemption: yolotui/supervisor/spot.py); stray signals are logged and ignored. A mixin
+of yolotui.supervisor.process.Supervisor (it uses its status, trainer group and save()).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from yolotui.runs.layout import STOP_REQUEST, STOPPING
 from yolotui.runs.stoprequest import read_stop_request
 from yolotui.supervisor import policy
 from yolotui.supervisor.grace import checkpoint_being_written, effective_grace
-from yolotui.supervisor.log import log
+from yolotui.supervisor.logconfig import log
 
 DEFAULT_GRACE_S = 30.0
 WRITE_SETTLE_S = 5.0  # after a checkpoint write seen during a stop, the trainer gets this long to exit
@@ -76,7 +77,10 @@ class StopHandling:
                       "grace_s": request.grace_s}
         elif self.outside_stop is not None:
             fields = {"requested": time.time(), "by": f"{policy.signal_name(self.outside_stop)} to the supervisor",
-                      "force": False, "grace_s": DEFAULT_GRACE_S}
+                      "force": False, "grace_s": DEFAULT_GRACE_S, "preempted": self.preemption_of(self.outside_stop)}
+        elif (notice := self.preempt_notice()) is not None:  # the --preempt-url watcher saw one (supervisor/spot.py)
+            fields = {"requested": time.time(), "by": f"the preemption notice of {notice.get('url')}", "force": False,
+                      "grace_s": DEFAULT_GRACE_S, "preempted": f"the machine's preemption notice: {notice.get('notice')}"}
         else:
             return None
         self.stop = {**fields, "term_sent": None, "kill_sent": None}

@@ -1,5 +1,5 @@
 """Run actions of the app: the wizards (new run, resume/extend, fine-tune), stop, checkpoint now, log in
-$PAGER, copy the run path; their keys and command-palette entries.
+$PAGER, copy the run path, restore a run from its mirror; their keys and command-palette entries.
 
 `RunActionsMixin` is mixed into the Textual app. The keys act on the run of the screen in front: the
 dashboard's run, or the highlighted row of the runs table. Every launch goes through `self.launcher`
@@ -100,6 +100,12 @@ class RunActionsMixin:
 
         self.push_screen(FinetuneWizard(source, self.run_launcher()), self._opened)
 
+    def open_restore(self) -> None:
+        """Restore a mirrored run (yolotui restore); its dashboard opens when it is here."""
+        from yolotui.tui.screens.restore_mirror import RestoreScreen
+
+        self.push_screen(RestoreScreen(self.run_launcher(), project=self.new_run_project), self._opened)
+
     def open_stop(self, run_dir: Path) -> None:
         """Stop with confirmation."""
         from yolotui.tui.screens.confirm_stop import ConfirmStopScreen
@@ -188,6 +194,8 @@ class RunActionsMixin:
         """Palette entries: the new-run wizard always, the run actions for the run of `screen`."""
         yield SystemCommand("New run", "Start training: the new-run wizard (n)", self.open_new_run)
         yield SystemCommand("Fine-tune", "Start a run from another run's weights (F)", self.open_finetune)
+        yield SystemCommand("Restore a run from its mirror", "Fetch TARGET/RUN_NAME, check it, open it (--mirror)",
+                            self.open_restore)
         run_dir = self.current_run(screen)
         if run_dir is None:
             return

@@ -50,7 +50,8 @@ SCRIPTS = ("train_dual.py", "train.py", "train_triple.py")
 # yolotui's own flags of `yolotui train --backend official` (value count); the rest go to the official script.
 YOLOTUI_FLAGS = {"--backend": 1, "--repo": 1, "--script": 1, "--python": 1, "--attach": 0, "--json": 0,
                  "--max-restarts": 1, "--max-attempts": 1, "--restart-backoff": 1,
-                 "--notify": 1, "--stall-timeout": 1, "--log-config": 1, "--log-level": 1}
+                 "--notify": 1, "--stall-timeout": 1, "--log-config": 1, "--log-level": 1, "--mirror": 1,
+                 "--preempt-url": 1}
 OUTPUT_FLAGS = {"--project": 1, "--name": 1, "--exist-ok": 0}
 OFFICIAL_DEFAULT_PROJECT = "runs/train"
 OFFICIAL_DEFAULT_NAME = "exp"

@@ -180,7 +180,7 @@ class CheckpointPanel(Panel):
 
 
 class RestartPanel(Panel):
-    """The supervisor's attempts, newest last: number, exit, failure class, remedy."""
+    """The supervisor's attempts, newest last: number, exit, failure class, remedy; and a mirrored run's copies."""
 
     DEFAULT_CSS = "RestartPanel { height: auto; }" + _PANEL_CSS_CLASSES.format(name="RestartPanel")
 
@@ -202,6 +202,12 @@ class RestartPanel(Panel):
             text.append(str(outcome), self.style_for("bad" if failure else "good" if code == 0 else "muted"))
             if item.get("remedy"):
                 text.append(f" → {item['remedy']}", self.style_for("label"))
+        mirror = view.status.mirror if view.status else None
+        if mirror:  # a mirrored run: how its copies fare (yolotui/mirror/driver.py)
+            from yolotui.mirror.driver import FAILING, describe
+
+            text.append("\nmirror ", self.style_for("label"))
+            text.append(describe(mirror) or "", self.style_for("bad" if mirror.get("state") == FAILING else "muted"))
         self.set_text(text)
 
 
