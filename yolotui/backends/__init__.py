@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "engine": "yolotui.backends.engine:EngineBackend",
     EXEC: "yolotui.backends.exec:ExecBackend",
     "official": "yolotui.backends.official:OfficialBackend",
+    "ultralytics": "yolotui.backends.ultralytics:UltralyticsBackend",
 }
 
 _instances: dict[str, Backend] = {}

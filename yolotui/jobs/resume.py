@@ -112,6 +112,13 @@ def resume(request: ResumeRequest) -> StartedRun:
         from yolotui.jobs.official import resume_official
 
         return resume_official(run_dir, epochs, batch_size, device, workers)
+    if read_backend(run_dir) == "ultralytics":  # ultralytics' own resume=True from last.pt (jobs.ultralytics)
+        if request.from_ckpt or any(request.layout.values() if request.layout else ()) or request.slurm is not None:
+            raise UserError("an ultralytics run resumes from its weights/last.pt with ultralytics' resume; --from, "
+                            "--slurm and the process-layout flags do not apply to it")
+        from yolotui.jobs.ultralytics import resume_ultralytics
+
+        return resume_ultralytics(run_dir, epochs, batch_size, device, workers)
     # The run's lock first, before anything is read for the decision or written (issue 14, item 2): of two
     # simultaneous resumes exactly one gets here; the other exits 1 naming the winner.
     if _never_started_queued(run_dir):

@@ -57,7 +57,9 @@ def read_rows(path: Path) -> list[dict[str, float]]:
     lines = text.split("\n")
     if not lines or not lines[0].strip():
         return []
-    names = [name.strip() for name in lines[0].split(",")]
+    from yolotui.runs.results_dialect import official_names
+
+    names, offset = official_names([name.strip() for name in lines[0].split(",")])  # ultralytics' header too
     rows: list[dict[str, float]] = []
     complete = lines[1:-1] if not text.endswith("\n") else lines[1:]
     for line in complete:
@@ -65,9 +67,12 @@ def read_rows(path: Path) -> list[dict[str, float]]:
         if len(cells) != len(names):
             continue
         try:
-            rows.append({name: float(cell) for name, cell in zip(names, cells)})
+            row = {name: float(cell) for name, cell in zip(names, cells)}
         except ValueError:
             continue
+        if offset and "epoch" in row:
+            row["epoch"] += offset
+        rows.append(row)
     return rows
 
 
