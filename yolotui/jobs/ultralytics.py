@@ -250,9 +250,10 @@ def finetune_ultralytics(request: UltralyticsFinetuneRequest) -> StartedRun:
         python = sys.executable
     train_args = _source_train_args(checkpoint)
     lr0 = float(train_args.get("lr0") or 0.01) * request.lr_scale
-    args = ["train", f"model={checkpoint}", f"data={request.data}", f"epochs={request.epochs}", f"lr0={lr0:g}"]
-    if str(train_args.get("optimizer") or "auto").lower() == "auto":
-        args.append("optimizer=SGD")  # optimizer=auto would ignore lr0 (ultralytics picks its own)
+    optimizer = str(train_args.get("optimizer") or "auto")
+    optimizer = "SGD" if optimizer.lower() == "auto" else optimizer  # auto would ignore lr0 (it picks its own)
+    args = ["train", f"model={checkpoint}", f"data={request.data}", f"epochs={request.epochs}", f"lr0={lr0:g}",
+            f"optimizer={optimizer}"]
     if request.freeze:
         freeze = request.freeze[0] if len(request.freeze) == 1 else "[" + ",".join(request.freeze) + "]"
         if str(freeze) == "backbone":
@@ -260,7 +261,9 @@ def finetune_ultralytics(request: UltralyticsFinetuneRequest) -> StartedRun:
         args.append(f"freeze={freeze}")
     for key, value in (("imgsz", request.imgsz or train_args.get("imgsz")),
                        ("batch", request.batch_size or train_args.get("batch")),
-                       ("device", request.device), ("workers", request.workers)):
+                       ("device", request.device or train_args.get("device")),
+                       ("workers", request.workers if request.workers is not None else train_args.get("workers")),
+                       ("amp", train_args.get("amp")), ("plots", train_args.get("plots"))):
         if value not in (None, ""):
             args.append(f"{key}={value}")
     name = request.name or (f"{run_dir.name}-ft" if run_dir is not None else f"{checkpoint.stem}-ft")
@@ -274,10 +277,23 @@ def finetune_ultralytics(request: UltralyticsFinetuneRequest) -> StartedRun:
     return result
 
 
-def engine_config_for(checkpoint: Path) -> tuple[str, str]:
-    """(yolotui engine config, why) for the ultralytics model in `checkpoint`; UserError when none maps."""
-    train_args = _source_train_args(checkpoint)
-    model = Path(str(train_args.get("model") or "")).name.lower()
+def engine_config_for(checkpoint: Path, run_dir: Path | None = None) -> tuple[str, str]:
+    """(yolotui engine config, why) for the ultralytics model in `checkpoint`; UserError when none maps.
+
+    The model is named by the run's launch arguments, else the checkpoint's train_args (a resumed run's say
+    last.pt), else the model config file its pickled model recorded."""
+    from yolotui.backends.ultralytics.checkpoint import model_yaml_file
+
+    names = []
+    if run_dir is not None and (Path(run_dir) / "run.yaml").exists():
+        from yolotui.runs.runconfig import run_yaml_field
+
+        recorded = run_yaml_field(Path(run_dir), NAME)
+        if isinstance(recorded, dict):
+            names.append(parse_overrides([str(a) for a in recorded.get("args") or []]).get("model"))
+    names += [_source_train_args(checkpoint).get("model"), model_yaml_file(checkpoint)]
+    models = [Path(str(n)).name.lower() for n in names if n]
+    model = next((m for m in models if _YOLOV9.match(m)), models[0] if models else "")
     match = _YOLOV9.match(model)
     if match is None:
         raise UserError(f"--from {checkpoint}: ultralytics model {model or '?'} has no yolotui engine counterpart "
@@ -292,7 +308,7 @@ def engine_config_for(checkpoint: Path) -> tuple[str, str]:
 def engine_finetune_options(checkpoint: Path, run_dir: Path | None) -> tuple[dict[str, Any], list[str]]:
     """Training options an engine fine-tune inherits from an ultralytics source (cfg, imgsz, batch, workers),
     and the notes that say what maps."""
-    cfg, why = engine_config_for(checkpoint)
+    cfg, why = engine_config_for(checkpoint, run_dir)
     args = {}
     if run_dir is not None:
         from yolotui.backends.ultralytics.launch import read_args_yaml
@@ -302,7 +318,7 @@ def engine_finetune_options(checkpoint: Path, run_dir: Path | None) -> tuple[dic
     options: dict[str, Any] = {"cfg": cfg}
     for key, ours in (("imgsz", "imgsz"), ("batch", "batch_size"), ("workers", "workers")):
         value = args.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        if isinstance(value, int) and not isinstance(value, bool) and value >= (0 if ours == "workers" else 1):
             options[ours] = value
     return options, [why]
 

@@ -65,3 +65,25 @@ def extend_source(weights: Path) -> ExtendSource:
                                              "ultralytics stripped it) still has its optimizer")
     why = "; ".join(last.reasons) or last.verdict
     return ExtendSource(None, last, why)
+
+
+def model_yaml_file(path: Path) -> str | None:
+    """The model config file (`yaml_file`, e.g. yolov9t.yaml) the checkpoint's pickled model recorded, read by
+    scanning the pickle (nothing is unpickled); None when it does not say."""
+    from yolotui.health.container import ContainerError, read_container
+    from yolotui.health.pickle_scan import Call, PickleScanError, scan_pickle
+
+    try:
+        top = scan_pickle(read_container(Path(path), check_crc=False).pickle_bytes).value
+    except (ContainerError, PickleScanError, OSError, ValueError):
+        return None
+    if not isinstance(top, dict):
+        return None
+    for key in ("model", "ema"):
+        model = top.get(key)
+        state = model.state if isinstance(model, Call) else None
+        state = state[0] if isinstance(state, tuple) and state and isinstance(state[0], dict) else state
+        yaml = state.get("yaml") if isinstance(state, dict) else None
+        if isinstance(yaml, dict) and isinstance(yaml.get("yaml_file"), str):
+            return yaml["yaml_file"]
+    return None
