@@ -70,7 +70,7 @@ def run_ultralytics(args: argparse.Namespace, slurm: Any) -> int:
     from yolotui.backends.ultralytics.recognise import CLI, UltralyticsCommand
     from yolotui.commands._launch import after_launch
     from yolotui.commands._runflags import extras_from
-    from yolotui.commands.train import given_options
+    from yolotui.config import TRAIN_DEFAULTS
     from yolotui.jobs.launch import restart_limit
     from yolotui.jobs.ultralytics import UltralyticsRunRequest, start_ultralytics
 
@@ -82,7 +82,7 @@ def run_ultralytics(args: argparse.Namespace, slurm: Any) -> int:
                         "-- yolo train ...`")
     if args.restart_backoff is not None and args.restart_backoff < 0:
         raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
-    given = {k: v for k, v in given_options(args).items()}
+    given = {k: v for k, v in vars(args).items() if k in TRAIN_DEFAULTS}  # the training flags given
     for key in RUN_PLACE:
         if key in vars(args) and key not in given:
             given[key] = vars(args)[key]

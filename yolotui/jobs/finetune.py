@@ -54,8 +54,8 @@ def resolve_source(value: str) -> FinetuneSource:
     path = Path(value).expanduser()
     if path.is_file():
         run_dir = path.parent.parent if path.parent.name == "weights" else None
-        return FinetuneSource(path.resolve(),
-                              run_dir.resolve() if run_dir and (run_dir / "opt.yaml").exists() else None)
+        known = run_dir is not None and ((run_dir / "opt.yaml").exists() or (run_dir / "args.yaml").exists())
+        return FinetuneSource(path.resolve(), run_dir.resolve() if known and run_dir is not None else None)
     if path.is_dir() and ((path / "opt.yaml").exists() or (path / "args.yaml").exists()):  # args.yaml: ultralytics'
         run_dir = path.resolve()
     else:

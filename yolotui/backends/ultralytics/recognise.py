@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yolotui.errors import UserError
+
 CLI = "cli"
 SCRIPT = "script"
 ENTRY_POINTS = ("yolo", "ultralytics")
@@ -130,3 +132,18 @@ def recognise_command(argv: list[str], cwd: Path | None = None) -> UltralyticsCo
     if not script.is_file() or not script_calls_train(script):
         return None
     return UltralyticsCommand(python=python, mode=SCRIPT, args=rest[1:], script=script.resolve())
+
+
+def extra_arguments(text: str) -> list[str]:
+    """The `key=value` ultralytics arguments typed as one line (shell quoting allowed); UserError otherwise."""
+    import shlex
+
+    try:
+        parts = shlex.split(text or "")
+    except ValueError as exc:
+        raise UserError(f"extra arguments: {exc}; write them as key=value separated by spaces") from None
+    for part in parts:
+        key, sep, _ = part.partition("=")
+        if not sep or not key or key.startswith("-"):
+            raise UserError(f"extra arguments: {part!r} is not key=value (e.g. lr0=0.001 plots=False)")
+    return parts
