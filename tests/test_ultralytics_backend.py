@@ -113,6 +113,16 @@ def test_a_train_backend_run_reports_epoch_of_total_and_records_its_save_dir(wor
     assert done and done[-1]["completed"] == "2 epochs completed"
     log = (run_dir / "train.log").read_text()
     assert "every checkpoint is scanned before it is unpickled" in log
+    from yolotui.tui.runview import RunReader  # the dashboard's reader: the same view as an engine run's
+
+    view = RunReader(run_dir).refresh()
+    assert (view.epochs, view.finished_epochs, view.done) == (2, 2, True)
+    assert [p.epoch for p in view.points] == [0, 1] and view.points[-1].box is not None
+    assert view.overall_fraction() == 1.0
+    assert [(c.name, c.verdict, c.epoch) for c in view.checkpoints] == [("last.pt", FINISHED, 2),
+                                                                        ("best.pt", FINISHED, 2)]
+    listed = yolotui(["ls"], world["env"], world["root"]).stdout
+    assert any(line.split()[:3] == ["fit", "finished", "2/2"] for line in listed.splitlines())
 
 
 def test_doctor_verdicts_on_real_ultralytics_checkpoints(world, finished_run):

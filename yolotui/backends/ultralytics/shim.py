@@ -570,7 +570,10 @@ def _plain_function(method):
 
 def register(reporter):
     """Add the reporter's hooks to ultralytics' default callbacks (every trainer created from now on runs them)."""
-    from ultralytics.utils.callbacks import base
+    try:
+        from ultralytics.utils.callbacks import base
+    except ImportError:  # ultralytics 8.0.x kept it under ultralytics.yolo
+        from ultralytics.yolo.utils.callbacks import base
 
     for event, method in reporter.hooks().items():
         base.default_callbacks.setdefault(event, []).append(_plain_function(method))
@@ -581,7 +584,10 @@ def patch_trainer(reporter):
     and the trainer's save_dir forced to the run folder."""
     from pathlib import Path
 
-    import ultralytics.engine.trainer as trainer_module
+    try:
+        import ultralytics.engine.trainer as trainer_module
+    except ImportError:  # ultralytics 8.0.x
+        import ultralytics.yolo.engine.trainer as trainer_module
 
     original_strip = trainer_module.strip_optimizer
 
@@ -749,9 +755,14 @@ def run_training(own, user):
     reporter.install_signals()
     try:
         register(reporter)
+    except Exception as exc:  # an ultralytics the shim does not know: the run goes on, read from its files
+        say("cannot hook ultralytics' callbacks (%s): no live progress; yolotui follows results.csv and this log"
+            % exc)
+    try:
         patch_trainer(reporter)
     except Exception as exc:
-        say("cannot hook ultralytics' trainer (%s): no live progress for this run" % exc)
+        say("cannot patch ultralytics' trainer (%s): its checkpoint writes stay in place (not atomic) and a "
+            "finished run cannot be extended" % exc)
     say(install_load_policy())
     try:
         if resume:
@@ -766,7 +777,10 @@ def run_training(own, user):
 
             runpy.run_path(user[0], run_name="__main__")
         else:
-            import ultralytics.cfg as cfg
+            try:
+                import ultralytics.cfg as cfg
+            except ImportError:  # ultralytics 8.0.x
+                import ultralytics.yolo.cfg as cfg
 
             cfg.ARGV = sys.argv  # captured when ultralytics.utils was imported
             if device:
