@@ -213,3 +213,19 @@ def test_an_ultralytics_source_maps_into_the_engine_and_names_what_does_not(worl
     assert "gelan-t" in notes[0] and "did not map" in notes[0]
     shutil.copy(checkpoint, world["root"] / "loose.pt")  # a loose .pt: its pickled model names its config
     assert engine_finetune_options(world["root"] / "loose.pt", None)[0]["cfg"] == "gelan-t"
+
+
+def test_a_stopped_run_stops_at_a_batch_and_its_resume_finishes(world):
+    run_dir = world["root"] / "runs" / "stopped"
+    env = {**world["env"], "YOLOTUI_STEP_DELAY_S": "2.0"}  # time to stop it inside epoch 2
+    yolotui(["train", "--backend", "ultralytics", "--model", "yolov9t.yaml", "--data", str(world["data"]),
+             "--epochs", "2", "--imgsz", "64", "--batch", "4", "--workers", "0", "--device", "cpu",
+             "--project", str(run_dir.parent), "--name", "stopped", "plots=False", "amp=False"], env, world["root"])
+    wait_for(lambda: any(e["type"] == "checkpoint" for e in events(run_dir)), timeout=120)
+    yolotui(["stop", str(run_dir)], world["env"], world["root"])
+    assert wait_for(lambda: ended(run_dir), timeout=60) == "stopped", why(run_dir)
+    assert any(e["type"] == "stop" and e["reason"] == "SIGTERM" for e in events(run_dir))
+    assert read_status(run_dir).exit_code == 0  # it ended at a batch boundary, not killed mid-write
+    yolotui(["resume", str(run_dir)], world["env"], world["root"])
+    assert wait_for(lambda: ended(run_dir), timeout=150) == "finished", why(run_dir)
+    assert epochs_of(run_dir) == [0, 1]

@@ -103,9 +103,10 @@ def test_the_shim_drops_rows_and_events_a_resume_redoes(tmp_path):
     assert [int(r["epoch"]) for r in read_rows(results)] == [0, 1]
     events = tmp_path / "events.jsonl"
     lines = [{"type": "epoch", "epoch": 0}, {"type": "checkpoint", "epoch": 1}, {"type": "batch", "epoch": 1},
-             {"type": "epoch", "epoch": 1}, {"type": "checkpoint", "epoch": 2}, {"type": "done"}]
+             {"type": "epoch", "epoch": 1}, {"type": "checkpoint", "epoch": 2}, {"type": "done"},
+             {"type": "stop", "epoch": 1}]
     events.write_text("".join(json.dumps(e) + "\n" for e in lines) + '{"type": "bat')
-    assert shim.drop_events_from(str(events), 1) == 5
+    assert shim.drop_events_from(str(events), 1) == 6
     assert [json.loads(line)["type"] for line in events.read_text().splitlines()] == ["epoch", "checkpoint"]
 
 

@@ -177,8 +177,9 @@ def drop_results_after(path, epochs_done):
 
 
 def drop_events_from(path, epoch):
-    """Rewrite events.jsonl without batch/epoch events of 0-based `epoch` and later, checkpoints past it
-    (their epoch counts epochs done) and done events; returns how many were dropped."""
+    """Rewrite events.jsonl without batch/epoch/stop events of 0-based `epoch` and later, checkpoints past it
+    (their epoch counts epochs done) and done events; returns how many were dropped. (A kept stop event would
+    make the supervisor, which re-reads a replaced file from its start, take the new attempt for a stopped one.)"""
     try:
         with open(path, "rb") as handle:
             lines = handle.read(256 << 20).decode("utf-8", "replace").splitlines(True)
@@ -193,7 +194,7 @@ def drop_events_from(path, epoch):
             dropped += 1
             continue
         kind = event.get("type")
-        if kind in ("batch", "epoch") and at >= epoch or kind == "checkpoint" and at > epoch or kind == "done":
+        if kind in ("batch", "epoch", "stop") and at >= epoch or kind == "checkpoint" and at > epoch or kind == "done":
             dropped += 1
             continue
         kept.append(line if line.endswith("\n") else line + "\n")
