@@ -168,13 +168,15 @@ def test_exec_yolo_train_is_recognised_then_a_sigkill_resumes_the_ultralytics_wa
     assert "recognised an ultralytics training" in proc.stderr
     assert yaml.safe_load((run_dir / "run.yaml").read_text())["backend"] == "ultralytics"
     wait_for(lambda: any(e["type"] == "checkpoint" for e in events(run_dir)), timeout=120)
-    status = json.loads(yolotui(["status", str(run_dir), "--json"], world["env"], world["root"]).stdout)
-    assert status["summary"]["epochs"] == 3 and status["summary"]["epoch"] == 1
-    interrupted = diagnose_checkpoint(run_dir / "weights" / "last.pt")
-    assert interrupted.verdict == RESUMABLE and interrupted.epoch == 1 and interrupted.info.has_optimizer
-    os.kill(read_status(run_dir).trainer_pid, signal.SIGKILL)
+    os.kill(read_status(run_dir).trainer_pid, signal.SIGKILL)  # at once: ultralytics is mid-epoch
     assert wait_for(lambda: ended(run_dir), timeout=60) == "failed"
     assert read_status(run_dir).failure_class == "killed"
+    done = max(e["epoch"] for e in events(run_dir) if e["type"] == "checkpoint")  # 1, or 2 on a slow machine
+    assert done in (1, 2)
+    status = json.loads(yolotui(["status", str(run_dir), "--json"], world["env"], world["root"]).stdout)
+    assert status["summary"]["epochs"] == 3 and status["summary"]["epoch"] == done
+    interrupted = diagnose_checkpoint(run_dir / "weights" / "last.pt")
+    assert interrupted.verdict == RESUMABLE and interrupted.epoch == done and interrupted.info.has_optimizer
     proc = yolotui(["resume", str(run_dir)], world["env"], world["root"])
     assert "ultralytics' resume=True" in proc.stdout
     assert wait_for(lambda: ended(run_dir), timeout=150) == "finished", why(run_dir)

@@ -339,6 +339,7 @@ class Reporter:
         self.stop_wanted = None
         self.saved_unstripped = False
         self.save_seconds = None
+        self.epoch_emitted = None
 
     # -- signals --------------------------------------------------------------------------------------
     def install_signals(self):
@@ -448,6 +449,15 @@ class Reporter:
     def on_fit_epoch_end(self, trainer):
         if self.final_eval:
             return  # ultralytics calls it once more for the final validation of best.pt: not an epoch
+        self.epoch_event(trainer)
+        self.check_stop(trainer)
+
+    def epoch_event(self, trainer):
+        """The epoch's event, once: from on_model_save (before the checkpoint's, so a kill right after a save
+        never leaves a checkpointed epoch without it), else from on_fit_epoch_end."""
+        if self.epoch_emitted == int(trainer.epoch):
+            return
+        self.epoch_emitted = int(trainer.epoch)
         self.fit_ended = time.time()
         metrics = dict(trainer.metrics or {})
         losses = {str(k).replace("_loss", ""): _float(v) for k, v in dict(trainer.tloss or {}).items()}
@@ -462,9 +472,9 @@ class Reporter:
             lr=[_float(v) for v in dict(getattr(trainer, "lr", {}) or {}).values()],
             fitness=_float(trainer.fitness), best_fitness=_float(trainer.best_fitness),
             seconds=round(seconds, 3) if seconds is not None else None)
-        self.check_stop(trainer)
 
     def on_model_save(self, trainer):
+        self.epoch_event(trainer)
         seconds = self.save_seconds
         paths = [str(trainer.last)]
         if trainer.best_fitness == trainer.fitness and os.path.exists(str(trainer.best)):
