@@ -9,7 +9,9 @@ itself; this file is the only part of yolotui that runs beside it, in that separ
 
 Flags starting with `--yolotui-` are the shim's own wherever they stand (the supervisor appends its resume and
 remedy flags at the end); everything else after `--` is the user's command. yolotui's part is standard library
-only (Python >= 3.8); ultralytics is imported only inside functions, after sys.argv is set for it.
+only (Python >= 3.8): this file and its helpers beside it, shim_files.py (events, atomic writes, the rows a resume
+drops) and shim_safety.py (the unpickling allow-list, failure classes, test faults), loaded by path; ultralytics
+is imported only inside functions, after sys.argv is set for it.
 
 What it does:
 
@@ -40,277 +42,45 @@ only, `:always` for every attempt) and YOLOTUI_STEP_DELAY_S (a sleep per batch o
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
 import signal
 import sys
 import time
 import traceback
 
-SHIM_PREFIX = "yolotui shim:"
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # run files are never written through a symlink
+
+def _sibling(name):
+    """The module `name`.py beside this file, loaded by path (this file runs without yolotui on sys.path)."""
+    import importlib.util
+
+    key = "yolotui_ultralytics_" + name
+    if key not in sys.modules:
+        spec = importlib.util.spec_from_file_location(key, os.path.join(os.path.dirname(os.path.realpath(__file__)),
+                                                                        name + ".py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[key] = module
+        spec.loader.exec_module(module)
+    return sys.modules[key]
+
+
+_files, _safety = _sibling("shim_files"), _sibling("shim_safety")
+SHIM_PREFIX, say, Events, Discard = _files.SHIM_PREFIX, _files.say, _files.Events, _files.Discard
+atomic_write, atomic_path_class, fsync_dir = _files.atomic_write, _files.atomic_path_class, _files.fsync_dir
+drop_results_after, drop_events_from, sha256_of = _files.drop_results_after, _files.drop_events_from, _files.sha256_of
+to_float = _files.to_float
+allowed_global, install_load_policy, classify = _safety.allowed_global, _safety.install_load_policy, _safety.classify
+parse_faults, raise_fault = _safety.parse_faults, _safety.raise_fault
+
 BATCH_EVENT_INTERVAL_S = 0.5
 VALUE_FLAGS = ("--yolotui-run-dir", "--yolotui-mode", "--yolotui-resume", "--yolotui-batch", "--yolotui-workers",
                "--yolotui-device", "--yolotui-rewrite-epochs", "--yolotui-checkpoint", "--yolotui-output")
 BARE_FLAGS = ("--yolotui-probe",)
 UNSTRIPPED = "last.unstripped.pt"
-ALLOWED_EXTRA = ("types.SimpleNamespace", "argparse.Namespace", "pathlib.PosixPath", "pathlib.WindowsPath",
-                 "pathlib.Path", "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
-                 "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.ndarray", "numpy.dtype")
-COMPLETED_RE = re.compile(r"(\d+) epochs completed in ([\d.]+) hours")
-
-
-def say(message):
-    """A line for train.log (the trainer's stdout), marked as the shim's."""
-    print("%s %s" % (SHIM_PREFIX, message), flush=True)
 
 
 class StopTraining(BaseException):
     """Raised from a hook to end training at a batch boundary (a stop signal)."""
-
-
-# ----------------------------------------------------------------------------------------------- files
-
-class Events:
-    """Appends yolotui events to RUN/events.jsonl, one whole line per write."""
-
-    def __init__(self, path, attempt):
-        self.path = path
-        self.attempt = attempt
-
-    def emit(self, type_, **fields):
-        event = {"ts": round(time.time(), 3), "type": type_, "attempt": self.attempt}
-        event.update(fields)
-        line = json.dumps(event, default=_plain, separators=(",", ":")) + "\n"
-        try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)
-        except OSError as exc:  # a full disk or a planted link: training goes on, the event is lost
-            say("cannot write %s: %s" % (self.path, exc))
-            return
-        try:
-            os.write(fd, line.encode("utf-8"))
-        except OSError as exc:
-            say("cannot write %s: %s" % (self.path, exc))
-        finally:
-            os.close(fd)
-
-
-def _plain(value):
-    for name in ("item", "tolist"):
-        method = getattr(value, name, None)
-        if callable(method):
-            try:
-                return method()
-            except (TypeError, ValueError, RuntimeError):
-                pass
-    return str(value)
-
-
-def _float(value):
-    try:
-        number = float(value)
-    except (TypeError, ValueError, RuntimeError):
-        return None
-    return number if number == number and abs(number) != float("inf") else None
-
-
-def atomic_write(path, data):
-    """Write bytes to `path` through a fsynced temporary file in the same folder and a rename."""
-    path = os.fspath(path)
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    try:
-        os.unlink(tmp)  # a leftover (or a planted link) of an earlier process with this pid
-    except OSError:
-        pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(os.path.dirname(path) or ".")
-
-
-def _fsync_dir(folder):
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def drop_results_after(path, epochs_done):
-    """Rewrite ultralytics' results.csv without rows past `epochs_done` (its epoch column counts from 1)
-    and without a torn last row; returns how many rows were dropped."""
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read(64 << 20).decode("utf-8", "replace")
-    except OSError:
-        return 0
-    lines = text.splitlines(True)
-    if not lines:
-        return 0
-    kept, dropped = [lines[0]], 0
-    for line in lines[1:]:
-        try:
-            later = float(line.split(",", 1)[0].strip()) > epochs_done
-        except ValueError:
-            later = True  # a torn or unreadable row
-        if later or not line.endswith("\n"):
-            dropped += 1
-        else:
-            kept.append(line)
-    if dropped:
-        atomic_write(path, "".join(kept).encode("utf-8"))
-    return dropped
-
-
-def drop_events_from(path, epoch):
-    """Rewrite events.jsonl without batch/epoch/stop events of 0-based `epoch` and later, checkpoints past it
-    (their epoch counts epochs done) and done events; returns how many were dropped. (A kept stop event would
-    make the supervisor, which re-reads a replaced file from its start, take the new attempt for a stopped one.)"""
-    try:
-        with open(path, "rb") as handle:
-            lines = handle.read(256 << 20).decode("utf-8", "replace").splitlines(True)
-    except OSError:
-        return 0
-    kept, dropped = [], 0
-    for line in lines:
-        try:
-            event = json.loads(line)
-            at = int(event.get("epoch", 0) or 0)
-        except (ValueError, TypeError, AttributeError):
-            dropped += 1
-            continue
-        kind = event.get("type")
-        if kind in ("batch", "epoch", "stop") and at >= epoch or kind == "checkpoint" and at > epoch or kind == "done":
-            dropped += 1
-            continue
-        kept.append(line if line.endswith("\n") else line + "\n")
-    if dropped:
-        atomic_write(path, "".join(kept).encode("utf-8"))
-    return dropped
-
-
-def sha256_of(path):
-    """Hex sha256 of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def atomic_path_class(base):
-    """A subclass of the pathlib class `base` whose write_bytes is atomic (what ultralytics saves with)."""
-
-    class AtomicPath(base):
-        def write_bytes(self, data):
-            atomic_write(self, data)
-            return len(data)
-
-    return AtomicPath
-
-
-class Discard:
-    """Stands in for best.pt during a save-now: ultralytics' write of it goes nowhere."""
-
-    def write_bytes(self, data):
-        return len(data)
-
-    def exists(self):
-        return False
-
-
-# -------------------------------------------------------------------------------------------- loading
-
-def allowed_global(name):
-    """The object for the pickled global `name` when the allow-list admits it, else None: classes of the
-    installed ultralytics package, torch.nn module classes, numpy's array reconstruction and a few plain types."""
-    import importlib
-
-    module_name, _, attr = name.rpartition(".")
-    if not module_name:
-        return None
-    root = module_name.split(".")[0]
-    if not (root == "ultralytics" or module_name.startswith("torch.nn.") or name in ALLOWED_EXTRA
-            or module_name == "numpy.dtypes"):
-        return None
-    try:
-        obj = getattr(sys.modules.get(module_name) or importlib.import_module(module_name), attr)
-    except Exception:
-        return None
-    if root == "ultralytics" or module_name.startswith("torch.nn.") or module_name == "numpy.dtypes":
-        return obj if isinstance(obj, type) else None
-    return obj
-
-
-def install_load_policy():
-    """Scan every checkpoint file before torch unpickles it (see the module docstring); returns what applies."""
-    try:
-        import torch
-    except ImportError:
-        return "torch is not importable in this interpreter; ultralytics will fail to start"
-    scan = getattr(torch.serialization, "get_unsafe_globals_in_checkpoint", None)
-    if scan is None:
-        return ("torch %s has no checkpoint scan: ultralytics unpickles its files fully, as it does without yolotui"
-                % torch.__version__)
-    original = torch.load
-
-    def load(f, *args, **kwargs):
-        if isinstance(f, (str, os.PathLike)):
-            try:
-                names = scan(f)
-            except Exception:
-                names = []  # not a zip checkpoint: torch.load reports it
-            refused = sorted(n for n in names if allowed_global(n) is None)
-            if refused:
-                raise RuntimeError(
-                    "%s refusing to unpickle %s: it references %s, which is not an ultralytics class, torch.nn "
-                    "module or numpy array; if you trust the file, load it yourself outside yolotui's shim"
-                    % (SHIM_PREFIX, f, ", ".join(refused[:5])))
-        return original(f, *args, **kwargs)
-
-    torch.load = load
-    return ("torch %s: every checkpoint is scanned before it is unpickled; only ultralytics' classes, torch.nn "
-            "modules and numpy arrays are allowed (ultralytics loads with weights_only=False)" % torch.__version__)
-
-
-# ----------------------------------------------------------------------------------------------- faults
-
-def parse_faults(text):
-    """[(kind, 'epoch'|'step', number, always)] from YOLOTUI_FAULT (unknown entries are ignored, said once)."""
-    faults = []
-    for part in (text or "").split(","):
-        match = re.match(r"^\s*(oom|comm|nan|crash)@(epoch|step)=(\d+)(:always)?\s*$", part)
-        if match:
-            faults.append((match.group(1), match.group(2), int(match.group(3)), bool(match.group(4))))
-        elif part.strip():
-            say("YOLOTUI_FAULT entry %r not understood (KIND@epoch=E or KIND@step=K; oom, comm, nan, crash)" % part)
-    return faults
-
-
-def raise_fault(kind):
-    """Fail the way real training fails."""
-    if kind == "oom":
-        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB (injected by yolotui's shim: "
-                           "YOLOTUI_FAULT)")
-    if kind == "comm":
-        raise ConnectionResetError("Connection reset by peer (injected by yolotui's shim: YOLOTUI_FAULT)")
-    if kind == "nan":
-        raise RuntimeError("Training failed: NaN persisted for 4 epochs (injected by yolotui's shim: YOLOTUI_FAULT)")
-    raise RuntimeError("crash injected by yolotui's shim (YOLOTUI_FAULT)")
 
 
 # ------------------------------------------------------------------------------------------------ hooks
@@ -325,7 +95,7 @@ class Reporter:
         self.overrides = overrides  # batch / workers changed for this attempt (resume, OOM remedy)
         self.faults = [f for f in parse_faults(os.environ.get("YOLOTUI_FAULT")) if f[3] or attempt == 1]
         delay = os.environ.get("YOLOTUI_STEP_DELAY_S") if attempt == 1 else None
-        self.delay = _float(delay) or 0.0
+        self.delay = to_float(delay) or 0.0
         self.epochs = None
         self.batch_i = 0
         self.steps = 0
@@ -405,7 +175,7 @@ class Reporter:
                        "step": 0}
         config = {"model": str(args.model), "data": str(args.data), "epochs": self.epochs,
                   "batch_size": int(trainer.batch_size), "imgsz": args.imgsz, "device": str(args.device),
-                  "workers": args.workers, "optimizer": str(args.optimizer), "lr0": _float(args.lr0),
+                  "workers": args.workers, "optimizer": str(args.optimizer), "lr0": to_float(args.lr0),
                   "freeze": args.freeze, "nbs": args.nbs}
         self.events.emit("start", backend="ultralytics", config=config, world_size=max(1, int(trainer.world_size)),
                          devices=devices, resumed_from=resumed, batches=len(trainer.train_loader),
@@ -437,7 +207,7 @@ class Reporter:
             return
         rate = self.images_since / max(now - self.last_emit, 1e-6)
         self.last_emit, self.images_since = now, 0
-        losses = {str(k).replace("_loss", ""): _float(v) for k, v in dict(trainer.tloss or {}).items()}
+        losses = {str(k).replace("_loss", ""): to_float(v) for k, v in dict(trainer.tloss or {}).items()}
         lr = None
         try:
             lr = float(trainer.optimizer.param_groups[0]["lr"])
@@ -460,17 +230,17 @@ class Reporter:
         self.epoch_emitted = int(trainer.epoch)
         self.fit_ended = time.time()
         metrics = dict(trainer.metrics or {})
-        losses = {str(k).replace("_loss", ""): _float(v) for k, v in dict(trainer.tloss or {}).items()}
+        losses = {str(k).replace("_loss", ""): to_float(v) for k, v in dict(trainer.tloss or {}).items()}
         seconds = self.fit_ended - self.epoch_started if self.epoch_started else None
         self.events.emit(
             "epoch", epoch=int(trainer.epoch), epochs=int(trainer.epochs), losses=losses,
-            metrics={"P": _float(metrics.get("metrics/precision(B)")), "R": _float(metrics.get("metrics/recall(B)")),
-                     "mAP50": _float(metrics.get("metrics/mAP50(B)")),
-                     "mAP50-95": _float(metrics.get("metrics/mAP50-95(B)"))},
-            val_losses={k.split("/", 1)[1].replace("_loss", ""): _float(v) for k, v in metrics.items()
+            metrics={"P": to_float(metrics.get("metrics/precision(B)")), "R": to_float(metrics.get("metrics/recall(B)")),
+                     "mAP50": to_float(metrics.get("metrics/mAP50(B)")),
+                     "mAP50-95": to_float(metrics.get("metrics/mAP50-95(B)"))},
+            val_losses={k.split("/", 1)[1].replace("_loss", ""): to_float(v) for k, v in metrics.items()
                         if k.startswith("val/")},
-            lr=[_float(v) for v in dict(getattr(trainer, "lr", {}) or {}).values()],
-            fitness=_float(trainer.fitness), best_fitness=_float(trainer.best_fitness),
+            lr=[to_float(v) for v in dict(getattr(trainer, "lr", {}) or {}).values()],
+            fitness=to_float(trainer.fitness), best_fitness=to_float(trainer.best_fitness),
             seconds=round(seconds, 3) if seconds is not None else None)
 
     def on_model_save(self, trainer):
@@ -486,10 +256,10 @@ class Reporter:
 
     def on_train_end(self, trainer):
         metrics = dict(trainer.metrics or {})
-        self.events.emit("done", metrics={"P": _float(metrics.get("metrics/precision(B)")),
-                                          "R": _float(metrics.get("metrics/recall(B)")),
-                                          "mAP50": _float(metrics.get("metrics/mAP50(B)")),
-                                          "mAP50-95": _float(metrics.get("metrics/mAP50-95(B)"))},
+        self.events.emit("done", metrics={"P": to_float(metrics.get("metrics/precision(B)")),
+                                          "R": to_float(metrics.get("metrics/recall(B)")),
+                                          "mAP50": to_float(metrics.get("metrics/mAP50(B)")),
+                                          "mAP50-95": to_float(metrics.get("metrics/mAP50-95(B)"))},
                          best=str(trainer.best), epochs=self.epochs, completed=self.completed)
 
     # -- checkpoints ----------------------------------------------------------------------------------
@@ -610,7 +380,7 @@ def patch_trainer(reporter):
         result = original_strip(f, tmp, updates=updates)
         if os.path.exists(tmp):
             os.replace(tmp, str(f))
-            _fsync_dir(os.path.dirname(str(f)) or ".")
+            fsync_dir(os.path.dirname(str(f)) or ".")
         return result
 
     trainer_module.strip_optimizer = strip_optimizer
@@ -642,28 +412,6 @@ def patch_trainer(reporter):
         return Path(reporter.run_dir)
 
     trainer_module.get_save_dir = get_save_dir
-
-
-# ---------------------------------------------------------------------------------------- failure classes
-
-def classify(exc, text):
-    """oom, comm, data, nan, disk or crash, from the exception and its traceback text."""
-    name = type(exc).__name__
-    lowered = text.lower()
-    host = any(word in lowered for word in ("defaultcpuallocator", "alloc_cpu", "cannot allocate memory"))
-    if not host and ("out of memory" in lowered or "cublas_status_alloc_failed" in lowered
-                     or name == "OutOfMemoryError"):
-        return "oom"
-    if "no space left on device" in lowered or "disk quota exceeded" in lowered:
-        return "disk"
-    if name in ("ConnectionResetError", "DistBackendError", "DistNetworkError") or "NCCL" in text:
-        return "comm"
-    message = str(exc)
-    if "NaN persisted" in message or "NaN/Inf" in message:
-        return "nan"
-    if name == "FileNotFoundError" or ("Dataset" in message and "error" in message) or "does not exist" in message:
-        return "data"
-    return "crash"
 
 
 # --------------------------------------------------------------------------------------------- commands
