@@ -144,7 +144,7 @@ def test_train_backend_ultralytics_maps_flags_and_passes_key_value_through():
     given = {"data": "d.yaml", "epochs": 3, "batch_size": 8, "imgsz": 64, "name": "mine"}
     assert ultralytics_args(args, given) == ["train", "model=yolov9t.yaml", "data=d.yaml", "epochs=3", "batch=8",
                                              "imgsz=64", "name=mine", "lr0=0.002", "plots=False"]
-    with pytest.raises(UserError, match="--hyp do not apply"):
+    with pytest.raises(UserError, match="--hyp does not apply"):
         ultralytics_args(args, {**given, "hyp": "h.yaml"})
     with pytest.raises(UserError, match="key=value"):
         passthrough(["--data", "d.yaml", "stray"])

@@ -48,8 +48,9 @@ def ultralytics_args(args: argparse.Namespace, given: dict[str, Any]) -> list[st
     unsupported = sorted(k for k in given if k not in MAPPED and k not in RUN_PLACE)
     if unsupported:
         flags = ", ".join("--" + k.replace("_", "-") for k in unsupported)
-        raise UserError(f"{flags} do not apply to --backend ultralytics: give ultralytics arguments as key=value "
-                        "instead (see `yolo cfg`)")
+        verb = "does" if len(unsupported) == 1 else "do"
+        raise UserError(f"{flags} {verb} not apply to --backend ultralytics: give ultralytics arguments as "
+                        "key=value instead (see `yolo cfg`)")
     if "data" not in given:
         raise UserError("--backend ultralytics needs --data (a data.yaml with path, train, val and names)")
     out = ["train", f"model={args.model}"]
