@@ -70,7 +70,7 @@ def world(tmp_path_factory):
     repo = str(Path(__file__).resolve().parent.parent)
     env.update(PYTHONPATH=repo + os.pathsep + env.get("PYTHONPATH", ""), PYTHONUNBUFFERED="1", YOLO_OFFLINE="1",
                YOLO_CONFIG_DIR=str(root / "ultralytics-settings"), YOLOTUI_HOME=str(root / "home"),
-               YOLO_VERBOSE="True")
+               YOLO_VERBOSE="True", MPLCONFIGDIR=str(root / "matplotlib"))  # nothing written under ~
     settings = ", ".join(f"{k!r}: False" for k in INTEGRATIONS)
     subprocess.run([sys.executable, "-c", f"from ultralytics.utils import SETTINGS; SETTINGS.update({{{settings}}})"],
                    env=env, check=True, capture_output=True, timeout=120)
