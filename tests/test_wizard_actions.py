@@ -13,7 +13,7 @@ from _health_fixtures import save_yolotui
 from wizard_kit import make_data, make_source_run
 
 from yolotui.errors import UserError
-from yolotui.jobs.restore import restore_last
+from yolotui.jobs.resume import restore_last
 from yolotui.tui import actions
 from yolotui.tui import wizard_checks as checks
 from yolotui.tui.widgets.path_input import complete_path
@@ -187,7 +187,7 @@ def test_wizard_modules_never_import_torch(cli_env):
             "import yolotui.tui.app, yolotui.tui.app_actions, yolotui.tui.actions, yolotui.tui.wizard_checks\n"
             "import yolotui.tui.screens.wizard_new_run, yolotui.tui.screens.wizard_resume\n"
             "import yolotui.tui.screens.wizard_finetune, yolotui.tui.screens.confirm_stop\n"
-            "import yolotui.jobs.restore\n"
+            "import yolotui.jobs.resume\n"
             "from yolotui.tui import wizard_checks as c\n"
             "c.model_choices()\n"
             "bad = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'torchvision', "

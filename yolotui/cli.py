@@ -86,8 +86,9 @@ def refuse_non_finite(args: object) -> None:
 def _official_backend(argv: Sequence[str]) -> bool:
     """True when `yolotui train` is asked for the official trainer (--backend official / --backend=official)."""
     for i, token in enumerate(argv):
-        if token == "--backend=official" or (token == "--backend" and i + 1 < len(argv) and argv[i + 1] == "official"):
-            return True
+        for name in ("official", "ultralytics"):  # ultralytics: its key=value arguments pass through too
+            if token == f"--backend={name}" or (token == "--backend" and i + 1 < len(argv) and argv[i + 1] == name):
+                return True
     return False
 
 

@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "engine": "yolotui.backends.engine.backend:EngineBackend",
     EXEC: "yolotui.backends.exec.backend:ExecBackend",
     "official": "yolotui.backends.official.backend:OfficialBackend",
+    "ultralytics": "yolotui.backends.ultralytics:UltralyticsBackend",
 }
 
 _instances: dict[str, Backend] = {}

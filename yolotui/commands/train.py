@@ -128,8 +128,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     add_tracker_flags(parser)
     official = parser.add_argument_group("official YOLOv9 trainer (--backend official: other flags go to its script)")
-    official.add_argument("--backend", choices=["yolotui", "official"], default="yolotui",
-                          help="yolotui: the built-in engine (default); official: train_dual.py of --repo")
+    official.add_argument("--backend", choices=["yolotui", "official", "ultralytics"], default="yolotui",
+                          help="yolotui: the built-in engine (default); official: train_dual.py of --repo; "
+                               "ultralytics: ultralytics' trainer (--model, key=value arguments pass through)")
+    official.add_argument("--model", default=None, metavar="MODEL",
+                          help="ultralytics backend: the model, e.g. yolov9t.yaml or yolov9c.pt")
     official.add_argument("--repo", default=None, metavar="PATH",
                           help="the official YOLOv9 checkout (default: this folder)")
     official.add_argument("--script", default="train_dual.py", choices=["train_dual.py", "train.py", "train_triple.py"],
@@ -154,6 +157,10 @@ def run(args: argparse.Namespace) -> int:
             raise UserError("--slurm runs yolotui's own trainer (or `yolotui exec --slurm -- python train_dual.py "
                             "...`); it does not go with --backend official yet")
         return run_official(args)
+    if getattr(args, "backend", "yolotui") == "ultralytics":
+        from yolotui.commands._ultralytics import run_ultralytics
+
+        return run_ultralytics(args, slurm)
     given, layout, extras = given_options(args), given_layout(args), extras_from(args)
     if args.resume is not False and (args.after or args.after_ok or args.when_free is not None):
         from yolotui.errors import UserError

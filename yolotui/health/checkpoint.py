@@ -6,10 +6,11 @@ from the top-level dict (epoch, step, epochs, best_fitness, opt, hyp, versions .
 symbols; their storages are checked to exist in the archive. When `<name>.pt.json` sits beside the
 file, its bytes, sha256, epoch and step are compared.
 
-Two layouts are understood: yolotui's (`format: 'yolotui-1'`, a plain dict of tensors and values,
-`epoch` = epochs completed) and the official YOLOv9 one (`epoch` = last completed 0-based index,
+Three layouts are understood: yolotui's (`format: 'yolotui-1'`, a plain dict of tensors and values,
+`epoch` = epochs completed), the official YOLOv9 one (`epoch` = last completed 0-based index,
 -1 once finished and stripped of its optimizer; `model`/`ema` are pickled classes; total epochs in
-`opt['epochs']`).
+`opt['epochs']`) and ultralytics' (yolotui/health/ultralytics_layout.py: the official epoch rule, total epochs
+in `train_args['epochs']`, `version`, `date`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yolotui.health import ultralytics_layout
 from yolotui.health.container import ContainerError, has_zip_end_record, looks_like_zip, read_container
 from yolotui.health.pickle_scan import Call, Global, PersistentRef, PickleScanError, plain, scan_pickle
 
 YOLOTUI = "yolotui"
 OFFICIAL = "official"
+ULTRALYTICS = "ultralytics"
 UNKNOWN = "unknown"
 
 # Module roots whose callables would run commands, touch files or load code if unpickled.
@@ -232,6 +235,8 @@ def _fill_from_dict(info: CheckpointInfo, top: dict[Any, Any]) -> None:
     info.format = fmt if isinstance(fmt, str) else None
     if info.format and info.format.startswith(YOLOTUI):
         info.kind = YOLOTUI
+    elif ultralytics_layout.is_ultralytics(top):
+        info.kind = ULTRALYTICS
     elif "model" in top and "epoch" in top:
         info.kind = OFFICIAL
     info.epoch = _int_or_none(top.get("epoch"))
@@ -240,7 +245,7 @@ def _fill_from_dict(info: CheckpointInfo, top: dict[Any, Any]) -> None:
     info.has_optimizer = top.get("optimizer") is not None
     info.has_ema = top.get("ema") is not None
     info.has_scheduler = top.get("scheduler") is not None
-    opt = _as_mapping(top.get("opt"))
+    opt = _as_mapping(top.get("opt" if info.kind != ULTRALYTICS else "train_args"))
     hyp = _as_mapping(top.get("hyp"))
     if hyp is None and opt is not None:
         hyp = _as_mapping(opt.get("hyp"))
@@ -258,6 +263,8 @@ def _fill_from_dict(info: CheckpointInfo, top: dict[Any, Any]) -> None:
     info.total_epochs = total
     if info.kind == OFFICIAL and info.epoch is not None:
         info.epochs_done = total if info.epoch == -1 else info.epoch + 1
+    elif info.kind == ULTRALYTICS:
+        ultralytics_layout.fill(info, top, total)
     else:
         info.epochs_done = info.epoch
 

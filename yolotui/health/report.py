@@ -182,6 +182,12 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
         if str(outputs) != str(run_dir):
             notes.append(f"official trainer's folder: {outputs}")
         notes.extend(f"trainer {line}" for line in official.env_lines)
+    from yolotui.health import ultralytics_layout
+
+    if ultralytics_layout.uses_ultralytics(run_dir):  # its arguments live in the checkpoint: no files to drift
+        drift = []
+        recommended, command = ultralytics_layout.doctor_advice(recommended, run_dir, last)
+        advice += f"; {command}" if command else ""
     if drift and recommended in (RESUME, RESUME_FALLBACK):
         advice += "; the config changed since the start (see drift): review it before resuming"
     start = first_start_event(run_dir)

@@ -6,7 +6,7 @@
 - corrupt: torn (truncated zip, unreadable pickle, missing tensor storage), a CRC mismatch, or a
   manifest that disagrees with the file. The best other checkpoint in the same folder is named as
   the fallback: a resumable one first, then the most advanced.
-- finished: all planned epochs done (yolotui: epoch >= epochs; official: epoch -1, stripped);
+- finished: all planned epochs done (yolotui: epoch >= epochs; official and ultralytics: epoch -1, stripped);
   it can be extended with more epochs or fine-tuned, not resumed.
 - incomplete: a checkpoint missing what a resume needs (optimizer, EMA, epoch, total epochs):
   usable as weights for a fine-tune.
@@ -25,7 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from yolotui import formatting
-from yolotui.health.checkpoint import OFFICIAL, YOLOTUI, CheckpointInfo, inspect_checkpoint, manifest_path
+from yolotui.health import ultralytics_layout
+from yolotui.health.checkpoint import (
+    OFFICIAL,
+    ULTRALYTICS,
+    YOLOTUI,
+    CheckpointInfo,
+    inspect_checkpoint,
+    manifest_path,
+)
 
 RESUMABLE = "resumable"
 FINISHED = "finished"
@@ -38,6 +46,7 @@ VERDICTS = (RESUMABLE, FINISHED, CORRUPT, INCOMPLETE, FOREIGN, MISSING)
 REQUIRED_KEYS = {
     YOLOTUI: ("epoch", "model", "ema", "optimizer"),
     OFFICIAL: ("epoch", "model", "ema", "optimizer", "opt"),
+    ULTRALYTICS: ("epoch", "ema", "optimizer", "train_args"),
 }
 FALLBACK_PATTERN = re.compile(r"^(?!\.).*\.(pt|pth)(\.(prev|bak|old))?$")
 MAX_FALLBACK_CHECKS = 8
@@ -92,15 +101,22 @@ def _judge(info: CheckpointInfo, total_epochs: int | None) -> tuple[str, list[st
         return FOREIGN, [info.error]
     if info.top_level is not None:
         return FOREIGN, [f"the pickle holds {info.top_level}, not a checkpoint dict"]
-    if info.kind not in (YOLOTUI, OFFICIAL):
+    if info.kind not in (YOLOTUI, OFFICIAL, ULTRALYTICS):
         if _bare_state_dict(info):
             return FOREIGN, ["a bare state_dict (weights only): usable as --weights to fine-tune, not to resume"]
         shown = ", ".join(info.keys[:8]) or "none"
         return FOREIGN, [f"not a training checkpoint (top-level keys: {shown})"]
     if info.kind == OFFICIAL and info.pickled_classes:
         reasons.append("official YOLOv9 layout with pickled classes: read by scanning, never unpickled")
+    if info.kind == ULTRALYTICS:
+        reasons.append(ultralytics_layout.describe_classes(info.pickled_classes))
     total = total_epochs if total_epochs is not None else info.total_epochs
     done = info.epochs_done
+    if info.kind == ULTRALYTICS and info.epoch == -1:
+        return FINISHED, [*reasons, f"training finished ({formatting.epochs_done(done, total)}) and stripped by "
+                                    "ultralytics (epoch -1, no optimizer): ultralytics cannot resume or extend it; "
+                                    "fine-tune it, or extend the run from weights/last.unstripped.pt (kept by "
+                                    "yolotui's shim) with yolotui resume RUN --epochs N"]
     if info.kind == OFFICIAL and info.epoch == -1:
         return FINISHED, [*reasons, "training finished and stripped (epoch -1, no optimizer): fine-tune it; the "
                                     "official trainer cannot resume or extend a stripped checkpoint"]

@@ -52,7 +52,12 @@ def cannot_note(run_dir: Path, capability: str) -> str | None:
     it can or says nothing (the wizards and the stop screen show it instead of offering it silently)."""
     from yolotui.runs.runconfig import read_backend
 
-    if read_backend(Path(run_dir)) != "official":
+    backend = read_backend(Path(run_dir))
+    if backend == "ultralytics":
+        from yolotui.backends.ultralytics import CANNOT as ULTRALYTICS_CANNOT
+
+        return ULTRALYTICS_CANNOT.get(capability) if capability != "save_now" else None  # the shim saves
+    if backend != "official":
         return None
     from yolotui.backends.official.backend import CANNOT
 

@@ -1,7 +1,8 @@
 """Supervise any command as a detached run (the `exec` backend).
 
 A command that runs the official YOLOv9 train_dual.py / train.py / train_triple.py of a checkout is recognised
-and started with the official backend instead (jobs.official): progress, resume with --resume, remedies.
+and started with the official backend instead (jobs.official): progress, resume with --resume, remedies; one that
+trains with ultralytics (`yolo train ...`, a script calling YOLO(...).train) with the ultralytics backend.
 """
 
 from __future__ import annotations
@@ -56,6 +57,19 @@ def exec_run(request: ExecRequest) -> StartedRun:
             exist_ok=True if request.exist_ok else None))
         result.notes.append(f"recognised the official trainer ({recognised.script} in {recognised.repo}): "
                             "supervised with the official backend (progress, --resume on retries)")
+        return result
+    from yolotui.backends.ultralytics import recognise_command as recognise_ultralytics
+
+    ultralytics = recognise_ultralytics(command)
+    if ultralytics is not None:  # ultralytics' trainer: the same as `yolotui train --backend ultralytics`
+        from yolotui.jobs.ultralytics import UltralyticsRunRequest, start_ultralytics
+
+        result = start_ultralytics(UltralyticsRunRequest(
+            ultralytics, max_attempts=request.max_restarts + 1, extras=request.extras,
+            project=Path(request.project) if request.project is not None else None, name=request.name,
+            exist_ok=True if request.exist_ok else None))
+        result.notes.append("recognised an ultralytics training: supervised with the ultralytics backend (progress, "
+                            "ultralytics' resume from last.pt on retries)")
         return result
     request.name = request.name or "exp"
     request.project = request.project or "runs/exec"

@@ -54,9 +54,9 @@ def resolve_source(value: str) -> FinetuneSource:
     path = Path(value).expanduser()
     if path.is_file():
         run_dir = path.parent.parent if path.parent.name == "weights" else None
-        return FinetuneSource(path.resolve(),
-                              run_dir.resolve() if run_dir and (run_dir / "opt.yaml").exists() else None)
-    if path.is_dir() and (path / "opt.yaml").exists():
+        known = run_dir is not None and ((run_dir / "opt.yaml").exists() or (run_dir / "args.yaml").exists())
+        return FinetuneSource(path.resolve(), run_dir.resolve() if known and run_dir is not None else None)
+    if path.is_dir() and ((path / "opt.yaml").exists() or (path / "args.yaml").exists()):  # args.yaml: ultralytics'
         run_dir = path.resolve()
     else:
         from yolotui.runs.resolve import resolve_run
@@ -75,7 +75,12 @@ def finetune_options(request: FinetuneRequest, source: FinetuneSource) -> dict[s
     from yolotui.runs import layout
 
     source_run, ckpt = source.run_dir, source.checkpoint
-    source_opt = load_yaml(source_run / layout.OPT_YAML, "opt.yaml") if source_run else {}
+    from yolotui.jobs.ultralytics import engine_finetune_options, is_ultralytics_run
+
+    if is_ultralytics_run(source_run) or _is_ultralytics_checkpoint(ckpt):  # ultralytics YOLOv9 -> gelan-*
+        source_opt = engine_finetune_options(ckpt, source_run)[0]
+    else:
+        source_opt = load_yaml(source_run / layout.OPT_YAML, "opt.yaml") if source_run else {}
     given: dict[str, Any] = {
         "weights": str(ckpt),
         "data": request.data,
@@ -85,6 +90,8 @@ def finetune_options(request: FinetuneRequest, source: FinetuneSource) -> dict[s
         "close_mosaic": request.close_mosaic if request.close_mosaic is not None else request.epochs // 3,
         "freeze": request.freeze if request.freeze is not None else [0],
     }
+    if source_opt.get("cfg") and request.options.get("cfg") is None:
+        given["cfg"] = source_opt["cfg"]
     for key in INHERITED:
         value = request.options.get(key)
         if value is None:
@@ -96,6 +103,22 @@ def finetune_options(request: FinetuneRequest, source: FinetuneSource) -> dict[s
     elif source_run and (source_run / layout.HYP_YAML).exists():
         given["hyp"] = str(source_run / layout.HYP_YAML)
     return given
+
+
+def _is_ultralytics_checkpoint(path: Path) -> bool:
+    """True when the scan of `path` finds ultralytics' checkpoint layout."""
+    from yolotui.health.checkpoint import ULTRALYTICS, inspect_checkpoint
+
+    return inspect_checkpoint(path, verify_hash=False).kind == ULTRALYTICS
+
+
+def _ultralytics_notes(source: FinetuneSource) -> list[str]:
+    """What maps from an ultralytics source into yolotui's engine ([] for any other source)."""
+    from yolotui.jobs.ultralytics import engine_finetune_options, is_ultralytics_run
+
+    if not (is_ultralytics_run(source.run_dir) or _is_ultralytics_checkpoint(source.checkpoint)):
+        return []
+    return engine_finetune_options(source.checkpoint, source.run_dir)[1]
 
 
 def finetune(request: FinetuneRequest) -> StartedRun:
@@ -123,5 +146,6 @@ def finetune(request: FinetuneRequest) -> StartedRun:
     prepared.hyp = hyp
     note = (f"fine-tuning from {source.checkpoint} (lr0 {hyp['lr0']:.3g}, freeze {prepared.opt['freeze']}, "
             f"{prepared.opt['epochs']} epochs)")
+    notes = [note, *_ultralytics_notes(source)]
     return launch_prepared(prepared, NewRunRequest(options={}, layout=request.layout, slurm=request.slurm),
-                           notes=[note], run_extra=run_extra)
+                           notes=notes, run_extra=run_extra)

@@ -3,11 +3,18 @@
 Only epochs, batch_size (accumulation re-derived, nominal batch 64 kept), device and workers may change.
 An `epochs` above the planned total extends the run (also a finished one): the LR schedule is re-planned
 as if that many epochs had been planned from the start. With no target, the newest interrupted run is
-resumed. `from_ckpt` first makes another checkpoint of the run its last.pt (jobs.restore).
+resumed. `from_ckpt` (`resume --from CKPT`) first makes another checkpoint of the run (best.pt, epochN.pt) its
+last.pt (restore_last): used when last.pt is damaged or missing and doctor names a fallback. The damaged last.pt (and its manifest)
+are kept beside it as `last.pt.damaged-<time>` for inspection; the chosen checkpoint is copied over
+`last.pt` atomically (temp file, fsync, replace) with its manifest, so the trainer resumes from it exactly
+as from any last.pt. Torch-free: the choice is checked with yolotui.health.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +22,8 @@ from typing import Any
 from yolotui.errors import UserError
 from yolotui.jobs.launch import StartedRun, started
 from yolotui.jobs.runextras import RunExtras
+from yolotui.runs import layout
+from yolotui.runs.atomic import atomic_open, fsync_dir
 
 RESUME_CHANGEABLE = ("epochs", "batch_size", "device", "workers")
 
@@ -112,6 +121,13 @@ def resume(request: ResumeRequest) -> StartedRun:
         from yolotui.jobs.official import resume_official
 
         return resume_official(run_dir, epochs, batch_size, device, workers)
+    if read_backend(run_dir) == "ultralytics":  # ultralytics' own resume=True from last.pt (jobs.ultralytics)
+        if request.from_ckpt or any(request.layout.values() if request.layout else ()) or request.slurm is not None:
+            raise UserError("an ultralytics run resumes from its weights/last.pt with ultralytics' resume; --from, "
+                            "--slurm and the process-layout flags do not apply to it")
+        from yolotui.jobs.ultralytics import resume_ultralytics
+
+        return resume_ultralytics(run_dir, epochs, batch_size, device, workers)
     # The run's lock first, before anything is read for the decision or written: of two
     # simultaneous resumes exactly one gets here; the other exits 1 naming the winner.
     if _never_started_queued(run_dir):
@@ -165,8 +181,6 @@ def _prepare(run_dir: Path, request: ResumeRequest, epochs: int | None, batch_si
 
     reconcile_run(run_dir)  # a save cut short by a kill is settled before last.pt is judged
     if request.from_ckpt:
-        from yolotui.jobs.restore import restore_last
-
         restore_last(run_dir, request.from_ckpt)
     last = run_dir / layout.WEIGHTS_DIR / layout.LAST_PT
     if not last.exists():
@@ -224,3 +238,42 @@ def _requeue(run_dir: Path, request: ResumeRequest) -> StartedRun:
     relaunch(run_dir)
     return started(run_dir, "queued", [], [describe_spec(run_yaml_field(run_dir, "queue"))])
 
+
+def _copy_atomic(source: Path, target: Path) -> None:
+    """Copy `source` over `target` through runs.atomic (a fresh temp file, never through a symlink)."""
+    with open(source, "rb") as reader, atomic_open(target, "wb") as writer:
+        shutil.copyfileobj(reader, writer, 1 << 20)
+
+
+def restore_last(run_dir: Path, value: str) -> Path:
+    """Copy checkpoint `value` (a path, or a file name in RUN/weights) over RUN/weights/last.pt; returns it."""
+    from yolotui.health.verdict import FINISHED, RESUMABLE, diagnose_checkpoint
+
+    weights = layout.weights_dir(run_dir)
+    source = Path(value).expanduser()
+    if not source.is_absolute() and not source.exists():
+        source = weights / value
+    if not source.is_file():
+        raise UserError(f"--from {value}: no such checkpoint in {weights}")
+    source = source.resolve()
+    if source.parent != weights.resolve():
+        raise UserError(f"--from {value}: resume takes a checkpoint of this run ({weights}); to start from "
+                        "another run's weights use `yolotui finetune --from`")
+    last = weights / layout.LAST_PT
+    if source == last.resolve():
+        return last
+    verdict = diagnose_checkpoint(source, find_fallback=False)
+    if verdict.verdict not in (RESUMABLE, FINISHED):
+        reason = verdict.reasons[0] if verdict.reasons else verdict.verdict
+        raise UserError(f"--from {source.name}: {verdict.verdict} ({reason}); it cannot be resumed from")
+    manifest = layout.manifest_path(source)
+    if not manifest.is_file():
+        raise UserError(f"--from {source.name}: its manifest {manifest.name} is missing; resume needs it")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for old in (last, layout.manifest_path(last)):
+        if old.exists():
+            os.replace(old, old.with_name(f"{old.name}.damaged-{stamp}"))
+    _copy_atomic(source, last)
+    _copy_atomic(manifest, layout.manifest_path(last))
+    fsync_dir(weights)
+    return last

@@ -62,7 +62,8 @@ def interrupted_runs() -> list[Path]:
 
 
 # What a remedy may change (yolotui/supervisor/remedies.py), and the shape of the value.
-REMEDY_FLAGS = {"--batch-size": int, "--batch": int, "--accumulate": int, "--lr-scale": float}
+REMEDY_FLAGS = {"--batch-size": int, "--batch": int, "--accumulate": int, "--lr-scale": float,
+                "--yolotui-batch": int}  # the ultralytics shim's batch (yolotui/backends/ultralytics/remedies.py)
 REMEDY_ENV_PREFIXES = ("NCCL_", "TORCH_NCCL_", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_DISTRIBUTED_", "YOLOTUI_DDP_")
 
 

@@ -1,4 +1,12 @@
-"""results.csv: one row per finished epoch, with the official YOLOv9 header and 20-wide formatting."""
+"""results.csv: one row per finished epoch, with the official YOLOv9 header and 20-wide formatting.
+
+Dialects: ultralytics' header read under the official names every reader uses.
+
+ultralytics writes `epoch,time,train/box_loss,...,metrics/mAP50-95(B),...,lr/pg0,...` with the epoch counted
+from 1; the official trainer (and yolotui's engine) write `epoch,train/box_loss,...,metrics/mAP_0.5:0.95,...,
+x/lr0,...` counted from 0. `official_names` maps the first onto the second, so results.csv of an ultralytics run
+is charted, listed and compared like any other, and never rewritten.
+"""
 
 from __future__ import annotations
 
@@ -57,7 +65,9 @@ def read_rows(path: Path) -> list[dict[str, float]]:
     lines = text.split("\n")
     if not lines or not lines[0].strip():
         return []
-    names = [name.strip() for name in lines[0].split(",")]
+    from yolotui.runs.results import official_names
+
+    names, offset = official_names([name.strip() for name in lines[0].split(",")])  # ultralytics' header too
     rows: list[dict[str, float]] = []
     complete = lines[1:-1] if not text.endswith("\n") else lines[1:]
     for line in complete:
@@ -65,9 +75,12 @@ def read_rows(path: Path) -> list[dict[str, float]]:
         if len(cells) != len(names):
             continue
         try:
-            rows.append({name: float(cell) for name, cell in zip(names, cells)})
+            row = {name: float(cell) for name, cell in zip(names, cells)}
         except ValueError:
             continue
+        if offset and "epoch" in row:
+            row["epoch"] += offset
+        rows.append(row)
     return rows
 
 
@@ -80,3 +93,26 @@ def truncate_after(path: Path, last_epoch: int) -> int:
     text = header_line() + "".join(format_row(int(r["epoch"]), [r[k] for k in RESULT_KEYS]) for r in kept)
     atomic_write_text(Path(path), text)
     return len(kept)
+
+
+ULTRALYTICS_NAMES = {
+    "metrics/precision(B)": "metrics/precision",
+    "metrics/recall(B)": "metrics/recall",
+    "metrics/mAP50(B)": "metrics/mAP_0.5",
+    "metrics/mAP50-95(B)": "metrics/mAP_0.5:0.95",
+    "lr/pg0": "x/lr0",
+    "lr/pg1": "x/lr1",
+    "lr/pg2": "x/lr2",
+}
+
+
+def is_ultralytics(names: list[str]) -> bool:
+    """True for ultralytics' header (its `time` column, or a `(B)` box metric)."""
+    return "time" in names or any(name.endswith("(B)") for name in names)
+
+
+def official_names(names: list[str]) -> tuple[list[str], int]:
+    """(the header under the official names, what to add to its epoch column to count from 0)."""
+    if not is_ultralytics(names):
+        return names, 0
+    return [ULTRALYTICS_NAMES.get(name, name) for name in names], -1

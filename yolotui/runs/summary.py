@@ -106,7 +106,9 @@ def results_facts(path: Path) -> tuple[int | None, float | None]:
     except OSError:
         return None, None
     lines = text.split("\n")
-    names = [name.strip() for name in lines[0].split(",")]
+    from yolotui.runs.results import official_names
+
+    names, offset = official_names([name.strip() for name in lines[0].split(",")])  # ultralytics' header too
     try:
         epoch_col, map_col = names.index("epoch"), names.index(MAP_KEY)
     except ValueError:
@@ -123,7 +125,7 @@ def results_facts(path: Path) -> tuple[int | None, float | None]:
             continue
         last_epoch = epoch
         best = value if best is None or value > best else best
-    return (int(last_epoch) + 1 if last_epoch is not None else None), best
+    return (int(last_epoch) + 1 + offset if last_epoch is not None else None), best
 
 
 def last_epochs(path: Path) -> tuple[int | None, bool]:

@@ -95,14 +95,15 @@ def current_batch(record: dict[str, Any], run_config: dict[str, Any], events: li
         -> tuple[str, int | None, int | None]:
     """(batch flag to set, batch size, accumulation) of the failed attempt: its start event, else its command."""
     command = [str(a) for a in record.get("command") or run_config.get("command") or []]
-    flag, value = flag_value(command, BATCH_FLAGS)
+    flags = (str(run_config["batch_flag"]),) if run_config.get("batch_flag") else BATCH_FLAGS  # a backend's own
+    flag, value = flag_value(command, flags)
     start = start_event(events)
     batch = _int((start.get("config") or {}).get("batch_size")) or _int(value) \
         or _int((run_config.get("options") or {}).get("batch_size"))
     accumulate = _int(start.get("accumulate")) or _int(flag_value(command, ("--accumulate",))[1])
     if accumulate is None and batch:
         accumulate = max(round(NOMINAL_BATCH / batch), 1)
-    return flag or "--batch-size", batch, accumulate
+    return flag or flags[0], batch, accumulate
 
 
 def last_checkpoint(run_dir: Path | None) -> dict[str, Any] | None:
@@ -238,6 +239,8 @@ def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_co
         checkpoint = last_checkpoint(run_dir)
         source = (f"weights/last.pt ({formatting.epochs_done(checkpoint.get('epoch'), checkpoint.get('epochs'), checkpoint.get('step'))}), the last "
                   "checkpoint with finite losses" if checkpoint else "the start (no checkpoint was written yet)")
+        if not checkpoint and run_config.get("resume_if_usable"):  # a backend without manifests (official, ultralytics)
+            source = f"{run_config['resume_if_usable']} when it is resumable (else the start)"
         if REMEDY_LR_SCALE in takes:
             changes["args"] = {"--lr-scale": scale / 2}
             settings["lr_scale"] = [scale, scale / 2]

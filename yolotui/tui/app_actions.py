@@ -87,6 +87,12 @@ class RunActionsMixin:
 
         self.push_screen(NewRunWizard(self.run_launcher(), project=self.new_run_project), self._opened)
 
+    def open_new_ultralytics_run(self) -> None:
+        """The new-run wizard for ultralytics' trainer (yolotui/tui/screens/wizard_ultralytics.py)."""
+        from yolotui.tui.screens.wizard_ultralytics import UltralyticsNewRunWizard
+
+        self.push_screen(UltralyticsNewRunWizard(self.run_launcher()), self._opened)
+
     def open_resume(self, run_dir: Path) -> None:
         """The resume wizard of `run_dir` (diagnosis first)."""
         from yolotui.tui.screens.wizard_resume import ResumeWizard
@@ -193,6 +199,8 @@ class RunActionsMixin:
     def run_action_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """Palette entries: the new-run wizard always, the run actions for the run of `screen`."""
         yield SystemCommand("New run", "Start training: the new-run wizard (n)", self.open_new_run)
+        yield SystemCommand("New ultralytics run", "Start ultralytics' trainer, supervised: its wizard",
+                            self.open_new_ultralytics_run)
         yield SystemCommand("Fine-tune", "Start a run from another run's weights (F)", self.open_finetune)
         yield SystemCommand("Restore a run from its mirror", "Fetch TARGET/RUN_NAME, check it, open it (--mirror)",
                             self.open_restore)

@@ -37,6 +37,7 @@ _RECORDED_CALLS = frozenset({
     "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.dtype",
     "pathlib.Path", "pathlib.PosixPath", "pathlib.WindowsPath", "pathlib.PurePosixPath",
     "pathlib.PureWindowsPath",
+    "ultralytics.utils.IterableSimpleNamespace",  # an ultralytics model's `args` (plain values)
 })
 _TENSOR_REBUILDS = frozenset({"torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor"})
 _PARAMETER_REBUILDS = frozenset({"torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state"})

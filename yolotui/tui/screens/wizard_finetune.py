@@ -202,8 +202,16 @@ class FinetuneWizard(WizardScreen):
             return None
         mode = self.freeze_mode()
         freeze = {"backbone": "backbone", "none": "0"}.get(mode) or self._value("layers")
-        return finetune_args(source, data, freeze, int(self._value("epochs")),
+        args = finetune_args(source, data, freeze, int(self._value("epochs")),
                              float(self._value("lr-scale")), name=self._value("name"))
+        checked = self.checked.get("source")
+        facts = checked[1] if checked and checked[0] == source else None
+        if facts is not None and facts.run_dir:
+            from yolotui.jobs.ultralytics import is_ultralytics_run
+
+            if is_ultralytics_run(Path(facts.run_dir)):  # an ultralytics run fine-tunes with ultralytics
+                args += ["--backend", "ultralytics"]
+        return args
 
     def launched_run(self, result):
         found = super().launched_run(result)

@@ -74,7 +74,9 @@ def gather_facts(run_dir: Path, diagnose: Callable[[Path], Any] | None = None) -
 
         batch = int(load_yaml(run_dir / "opt.yaml", "opt.yaml").get("batch_size") or 0) or None
     except (UserError, ValueError, TypeError):
-        pass
+        from yolotui.tui.ultralytics_choices import ultralytics_batch
+
+        batch = ultralytics_batch(run_dir)  # an ultralytics run keeps its arguments in args.yaml
     others = []
     skip = {LAST_PT, BEST_PT, Path(diagnosis.last.fallback or "").name}
     for path in sorted(weights_dir(run_dir).glob("*.pt"), key=lambda p: p.stat().st_mtime, reverse=True):
@@ -132,6 +134,12 @@ def resume_choices(facts: ResumeFacts) -> list[ResumeChoice]:
                                                   f"({formatting.epochs_done(other.epoch, other.total_epochs, other.step)})", name, other.epoch))
     if diagnosis.recommended_checkpoint or best.verdict in (RESUMABLE, FINISHED):
         choices.append(ResumeChoice(FINETUNE, "fine-tune instead (new data, frozen backbone, lower lr)"))
+    if facts.backend == "ultralytics":  # ultralytics resumes from last.pt only (yolotui/backends/ultralytics)
+        from yolotui.tui.ultralytics_choices import ultralytics_choices
+
+        return ultralytics_choices(choices, diagnosis, ResumeChoice(
+            RESUME, "start over with the original ultralytics command (no usable last.pt: ultralytics resumes "
+                    "from last.pt only)"), FROM)
     if facts.backend == "official":  # its --resume takes weights/last.pt only; without one it starts over
         from yolotui.health.report import RESTART
 
