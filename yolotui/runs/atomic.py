@@ -71,5 +71,5 @@ def read_json(path: Path) -> object | None:
     try:
         with open(path, "rb") as handle:
             return json.loads(handle.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return None

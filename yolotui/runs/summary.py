@@ -148,7 +148,7 @@ def last_epochs(path: Path) -> tuple[int | None, bool]:
                         continue
                     try:
                         event = json.loads(raw)
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         continue
                     if not isinstance(event, dict):
                         continue

@@ -260,7 +260,7 @@ class Supervisor:
     def spawn(self, argv: list[str], env: dict[str, str]) -> None:
         """Start the trainer in its own session/process group, stdout and stderr appended to train.log."""
         cwd = self.config.get("cwd") or str(self.run_dir)
-        log_fd = open_append(self.run_dir / TRAIN_LOG)  # never through a symlink (issue 14, item 10)
+        log_fd = open_append(self.run_dir / TRAIN_LOG, private=True)  # 0600, never through a symlink
         try:
             self.trainer = subprocess.Popen(  # an argv list from run.yaml, never a shell
                 argv,
@@ -359,7 +359,7 @@ class Supervisor:
         except OSError:
             pass
         try:
-            append_bytes(path, f"{prefix}===== yolotui: {text} =====\n".encode("utf-8", "replace"))
+            append_bytes(path, f"{prefix}===== yolotui: {text} =====\n".encode("utf-8", "replace"), private=True)
         except (OSError, UserError) as exc:  # a full disk or a planted symlink: the marker is lost, the run is not
             log(f"warning: cannot write a marker to {path.name}: {getattr(exc, 'strerror', None) or exc}")
 

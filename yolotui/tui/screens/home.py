@@ -140,11 +140,12 @@ class HomeScreen(Screen):
         """Read every indexed run (thread); posts RunsLoaded."""
         try:
             summaries = summarize_all()
+            problem = index.last_problem()  # a damaged index is named, never shown as "no runs yet"
             rows = [HomeRow(summary, self._checkpoint(summary)) for summary in summaries]
         except Exception as exc:  # a library bug shows as a line, not a traceback
             self.post_message(RunsLoaded([], f"could not read the runs: {exc}"))
             return
-        self.post_message(RunsLoaded(rows))
+        self.post_message(RunsLoaded(rows, problem))
 
     def _checkpoint(self, summary: RunSummary) -> CheckpointFacts | None:
         path = Path(summary.path) / WEIGHTS_DIR / LAST_PT
