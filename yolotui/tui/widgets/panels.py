@@ -44,6 +44,7 @@ VERDICT_CLASS = {
     "unknown": "muted",
     "corrupt": "bad",
     "missing": "bad",
+    "checking": "muted",  # the runs table, while a new or changed checkpoint's verdict is being made
 }
 
 _PANEL_CSS_CLASSES = """
