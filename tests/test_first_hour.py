@@ -73,7 +73,8 @@ def test_demo_again_opens_the_live_demo_and_says_so(tmp_path):
         with redirect_stdout(out):
             assert demo.run(_demo_args(tmp_path)) == 0
         text = out.getvalue()
-        assert "demo demo is already training: opening it" in text
+        assert "a demo is already training (run demo): opening it" in text
+        assert "demo demo" not in text  # the run's name once, not after the word it repeats
         assert "started demo run" not in text
         assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["demo"], "no demo2 was started"
     finally:
