@@ -374,8 +374,20 @@ def export(options: ExportOptions, log: Callable[[str], None] = print) -> Export
     """Convert `options.weights`, write the inference checkpoint (and ONNX), verify, and report.
 
     `log` receives one line per step. The files are written before the checks, so a failed check
-    leaves them for inspection; the report's `ok` says whether every check passed.
+    leaves them for inspection; the report's `ok` says whether every check passed. On a GPU the checks run
+    in true float32 (TF32 off: it rounds convolutions to a 10-bit mantissa, 8000 times float32's rounding,
+    which RELATIVE_ROUNDING does not allow for).
     """
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    saved = cudnn.allow_tf32, matmul.allow_tf32
+    cudnn.allow_tf32 = matmul.allow_tf32 = False
+    try:
+        return _export(options, log)
+    finally:
+        cudnn.allow_tf32, matmul.allow_tf32 = saved
+
+
+def _export(options: ExportOptions, log: Callable[[str], None]) -> ExportReport:
     from yolotui.engine.model import convert_for_inference
     from yolotui.engine.trainer import select_device
     from yolotui.engine.weights import load_model_for_eval
