@@ -68,8 +68,9 @@ def _has_status_file(run_dir: Path) -> bool:
         return False
 
 
-def target_folder(value: str, entries: list | None = None) -> tuple[Path, bool]:
-    """(run folder, in the index?) for one RUN argument of `rm`; UserError for a link or an unknown run."""
+def target_folder(value: str, entries: list | None = None, files: bool = True) -> tuple[Path, bool]:
+    """(run folder, in the index?) for one RUN argument of `rm`; UserError for an unknown run, and (when its
+    files are to be deleted) for a symbolic link."""
     from yolotui.runs import index
     from yolotui.runs.resolve import exact_matches, looks_like_path, resolve_run
 
@@ -82,6 +83,9 @@ def target_folder(value: str, entries: list | None = None) -> tuple[Path, bool]:
         if len(exact) == 1:
             return Path(exact[0].path), True
     given = Path(os.path.normpath(os.path.expanduser(value)))  # normpath: "link/" names the link itself
+    if not files:  # forgetting deletes nothing: a link to an indexed run forgets that run
+        folder = Path(resolve_run(value))
+        return folder, str(folder) in indexed
     if _is_link(given):
         raise UserError(f"{value}: is a symbolic link; yolotui never removes a run through a link (give the "
                         "folder it points to, or the run's name); nothing was removed")
@@ -110,8 +114,8 @@ def remove(request: RemoveRequest) -> RemoveResult:
     entries = index.entries()
     folders: list[tuple[Path, bool]] = []
     for value in request.runs:
-        run_dir, indexed = target_folder(value, entries)
-        if indexed:
+        run_dir, indexed = target_folder(value, entries, request.files)
+        if indexed and request.files:
             _check_indexed_path(run_dir)
         has_status = _has_status_file(run_dir)
         if not indexed and not has_status:
