@@ -151,3 +151,55 @@ def test_export_half_writes_fp16_weights(tmp_path, capsys):
     assert saved["half"] and all(v.dtype == torch.float16 for v in saved["model"].values() if v.is_floating_point())
     assert report["converted"]["ok"] and report["converted"]["box"] > 0  # fp16 rounding shows, within tolerance
 
+
+
+# A freshly trained run: few steps from scratch leave large logits and near-ties between DFL bins, where float
+# rounding (which fusing reorders) moves a box by a pixel or a score near 0.5 by 1e-3. `yolotui export` must
+# call such a correct conversion ok. The configs the tests train: the tiny test model at two sizes, gelan-t
+# (the demo's model) and yolov9-t (dual head, PGI branch dropped on export).
+@pytest.mark.parametrize(("cfg", "img", "fmt"), [("tiny", 64, "onnx"), ("tiny", 96, "pt"), ("gelan-t", 64, "pt"),
+                                                 ("gelan-t", 64, "onnx"), ("yolov9-t", 64, "pt")])
+def test_a_freshly_trained_run_exports_and_passes_its_checks(tmp_path, capsys, cfg, img, fmt):
+    if fmt == "onnx":
+        pytest.importorskip("onnxruntime", reason="the export extra is not installed (CI installs it via [test])")
+    from trainkit import make_run, run_trainer
+
+    data = make_data(tmp_path / "data", n_train=16, n_val=8, img=img)
+    run = make_run(tmp_path, "r", data=data, imgsz=img, epochs=1, batch_size=8,
+                   **({} if cfg == "tiny" else {"cfg": cfg}))
+    done = run_trainer(run)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    weights = run / "weights" / "best.pt"
+    assert main(["export", "--weights", str(weights), "--img", str(img), "--format", fmt, "--val", str(data),
+                 "--json"]) == 0, capsys.readouterr().err
+    report = json.loads(capsys.readouterr().out)
+    assert report["ok"] and report["converted"]["ok"] and report["converted"]["worst"] <= 1.0
+    assert report["converted"]["logits"] < 1e-3
+    if fmt == "onnx":
+        assert report["onnx"]["ok"]
+    for key in ("mAP50", "mAP50-95"):
+        assert abs(report["val_train"][key] - report["val_export"][key]) <= 0.001
+
+
+def test_a_conversion_mistake_is_still_caught(tmp_path):
+    from trainkit import make_run, run_trainer
+
+    from yolotui.engine.model import convert_for_inference
+    from yolotui.engine.tools.export import compare_outputs, head_outputs, sample_batch
+
+    run = make_run(tmp_path, "r", data=make_data(tmp_path / "data", n_train=16, n_val=4, img=IMG), epochs=1,
+                   batch_size=8)
+    assert run_trainer(run).returncode == 0
+    model, _ = load_model_for_eval(run / "weights" / "best.pt")
+    images = sample_batch([], IMG)
+    reference = head_outputs(model, images)
+    converted = convert_for_inference(copy.deepcopy(model))
+    assert compare_outputs(reference, head_outputs(converted, images), False).ok
+    # a fusing mistake: one conv's folded batch-norm scale 1% off (a wrong eps or variance, say)
+    layer = next(m for m in converted.model[1].modules() if isinstance(m, torch.nn.Conv2d))
+    with torch.no_grad():
+        layer.weight.mul_(1.01)
+    broken = compare_outputs(reference, head_outputs(converted, images), False)
+    assert not broken.ok and broken.logits > 1e-3 and broken.worst > 1.0
+    # the decoded output alone (what the ONNX check sees) shows it too
+    assert not compare_outputs(reference, head_outputs(converted, images).decoded, False).ok

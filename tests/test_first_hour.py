@@ -12,6 +12,7 @@ import argparse
 import io
 import json
 import os
+import re
 import time
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -72,7 +73,8 @@ def test_demo_again_opens_the_live_demo_and_says_so(tmp_path):
         with redirect_stdout(out):
             assert demo.run(_demo_args(tmp_path)) == 0
         text = out.getvalue()
-        assert "demo demo is already training: opening it" in text
+        assert "a demo is already training (run demo): opening it" in text
+        assert "demo demo" not in text  # the run's name once, not after the word it repeats
         assert "started demo run" not in text
         assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["demo"], "no demo2 was started"
     finally:
@@ -252,9 +254,10 @@ def test_status_of_a_live_run_says_what_was_updated(tmp_path, capsys):
     finally:
         run.release()
     out = capsys.readouterr().out
-    assert "last training event 3s ago (batch)" in out or "last training event 4s ago (batch)" in out, out
-    assert "supervisor wrote status.json" in out
-    assert "epochs     2/10 done" in out
+    # what is fresh: the trainer's last batch (and epoch) event, not when the supervisor last wrote status.json
+    assert re.search(r"last batch event [34]s ago \(epoch 3 of 10, batch 1/20\)", out), out
+    assert "status.json" not in out
+    assert "epochs     2/10 done (epoch 3 of 10: batch 1/20)" in out
 
 
 # -- 10: no "interrupted" while a deliberate resume starts its supervisor ------------------------------------

@@ -16,6 +16,7 @@ from runs_helpers import reap_runs, wait_for  # noqa: F401 - reap_runs is an aut
 from test_recovery_runs import train, wait_ended
 
 from yolotui.notify import notifier as notify
+from yolotui.notify.redact import target_label
 from yolotui.runs.runconfig import read_run_config
 from yolotui.runs.status import read_status
 
@@ -110,7 +111,7 @@ def test_a_broken_target_is_logged_and_counted_and_the_hook_gets_the_event(tmp_p
     status = wait_for(lambda: (s := read_status(run_dir)) and s.notifications and s, timeout=30)
     assert status.notifications["failed"] == 1 and status.notifications["sent"] == 0
     assert "finished" in status.notifications["last_error"]
-    assert "notify: finished: json://127.0.0.1:9/..." in (run_dir / "supervisor.log").read_text()
+    assert f"notify: finished: {target_label('json://127.0.0.1:9/')}: " in (run_dir / "supervisor.log").read_text()
     event = json.loads(hook_out.read_text())
     assert event["event"] == "finished" and event["run"] == "x" and event["run_dir"] == str(run_dir)
     assert receiver.bodies("finished")  # the working URL got it although another target failed
@@ -124,7 +125,7 @@ def test_notify_test_sends_to_every_target_and_names_the_failing_one(tmp_path, y
     assert receiver.titles() == ["yolotui: test test"]
     done = subprocess.run([*yolotui_cmd, "notify", "test", "--notify", "json://127.0.0.1:9/", "--notify",
                            receiver.url], env=env, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1 and "failed: json://127.0.0.1:9/" in done.stdout
+    assert done.returncode == 1 and f"failed: {target_label('json://127.0.0.1:9/')}: " in done.stdout
     assert "sent to 1 of 2 target(s)" in done.stdout
     done = subprocess.run([*yolotui_cmd, "notify", "test"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "no notification targets" in done.stderr

@@ -76,7 +76,7 @@ async def test_running_run_follows_appended_events_results_and_log(runs):
         header = text_of(screen, "#run-header")
         assert "running" in header and "attempt 2/3" in header and "elapsed 10:00" in header
         assert "overall 3/20" in text_of(screen, "#progress")  # epochs done (yolotui.formatting's numbering)
-        assert "10/20" in text_of(screen, "#progress")  # batch 9 (0-based) of 20 done
+        assert "10/20" in text_of(screen, "#progress")  # 10 of 20 batches done (the event's `batch`)
         restarts = text_of(screen, "#restarts")
         assert "#1 oom" in restarts and "batch 16 -> 8" in restarts
         gpu = text_of(screen, "#gpu")
@@ -228,3 +228,81 @@ def test_ten_minutes_of_history_fit_the_sparkline():
     assert samples_for(600, 1.0) == 600 and samples_for(600, 2.5) == 240 and samples_for(600, None) == 60
     assert downsample([1, 5, 2, None, None, None, 3, 4], 4) == [5, 2, None, 4]
     assert downsample([1, 2], 4) == [1, 2]
+
+
+def _live_run(root, name, events, log_lines=()):
+    """A running run (its lock held) with these events (and train.log lines); returns the fixture run."""
+    from tui_fixtures import make_run
+
+    from yolotui.runs.events import EventWriter
+
+    run = make_run(root, name, state="running", epochs=10, done_epochs=0, hold_lock=True, checkpoint=None,
+                   log_lines=0)
+    writer = EventWriter(run.path / EVENTS_JSONL, attempt=1)
+    for event in events:
+        event = dict(event)
+        writer.emit(event.pop("type"), **event)
+    with open(run.path / TRAIN_LOG, "a") as log:
+        log.writelines(line + "\n" for line in log_lines)
+    return run
+
+
+async def test_the_log_tail_wraps_long_lines_instead_of_cutting_them(tmp_path):
+    metrics = ("epoch 3/10 P=0.6312 R=0.5521 mAP50=0.5810 mAP50-95=0.3921 fitness=0.4110 val_box=1.2345 "
+               "val_cls=0.8765 val_dfl=1.1111 (12.3s)")
+    run = _live_run(tmp_path / "runs", "long-lines", [], log_lines=["short line", metrics])
+    try:
+        app = make_app(run.path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = await open_dashboard(pilot, app)
+            log = screen.query_one("#log")
+
+            def on_screen() -> str:  # what the panel draws, after its own cropping
+                from textual.geometry import Region
+
+                return "\n".join(strip.text for strip in log.render_lines(Region(0, 0, *log.size)))
+
+            assert await wait_until(pilot, lambda: "(12.3s)" in on_screen())
+            shown = on_screen()
+            assert "…" not in shown and "short line" in shown
+            assert "".join(metrics.split()) in "".join(shown.replace("│", "").split())  # every value, in order
+    finally:
+        run.release()
+
+
+async def test_val_chart_range_follows_map_not_precisions_early_jumps(tmp_path):
+    p = [0.95, 0.9, 0.05, 0.08, 0.1, 0.12]
+    maps = [0.001, 0.005, 0.02, 0.04, 0.06, 0.08]
+    events = [{"type": "epoch", "epoch": i, "epochs": 10, "losses": {"box": 1.0, "cls": 1.0, "dfl": 1.0},
+               "metrics": {"P": p[i], "R": p[i] / 2, "mAP50": maps[i], "mAP50-95": maps[i] / 2}}
+              for i in range(6)]
+    run = _live_run(tmp_path / "runs", "jumpy", events)
+    try:
+        app = make_app(run.path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = await open_dashboard(pilot, app)
+            chart = screen.query_one("#metric-chart", BrailleChart)
+            assert await wait_until(pilot, lambda: len(chart.series[0].values) == 6)
+            lines = rendered(chart).splitlines()
+            top = lines[1].split("┤")[0].strip()
+            assert float(top) == pytest.approx(0.12), lines[1]  # not 0.950: mAP's rise has the rows
+            assert "mAP50 0.080" in lines[0] and "P 0.120" in lines[0]
+    finally:
+        run.release()
+
+
+async def test_reattach_during_validation_says_validating_with_the_training_rate(tmp_path):
+    events = [{"type": "start", "epochs": 10, "world_size": 1, "devices": ["cpu"], "resumed_from": None}]
+    rates = [30.0, 150.0, 152.0, 149.0, 151.0, 56.0]  # loader start-up first, a short last batch at the end
+    events += [{"type": "batch", "epoch": 0, "epochs": 10, "batch": b, "batches": 6, "imgs_per_s": r,
+                "losses": {"box": 1.0, "cls": 1.0, "dfl": 1.0}} for b, r in zip(range(1, 7), rates)]
+    run = _live_run(tmp_path / "runs", "validating", events)
+    try:
+        app = make_app(run.path)
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = await open_dashboard(pilot, app)
+            first = text_of(screen, "#progress").splitlines()[0]
+            assert "validating" in first and "6/6" in first, first
+            assert "eta" not in first and "trained at 150 img/s" in first and "56 img/s" not in first, first
+    finally:
+        run.release()

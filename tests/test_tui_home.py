@@ -133,3 +133,49 @@ async def test_home_shows_a_message_for_an_unreadable_status_file(runs):
         rows = table_rows(app)
         assert rows["coco-finished"][1] == "interrupted"  # no readable status, no lock
         assert len(rows) == 5
+
+
+async def test_a_first_run_appears_at_once_when_the_state_folder_did_not_exist(tmp_path, monkeypatch):
+    home = tmp_path / "fresh-home"  # a new user: no state folder, no index, when the TUI opens
+    monkeypatch.setenv("YOLOTUI_HOME", str(home))
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_until(pilot, lambda: app.home.loaded)
+        assert await wait_until(pilot, lambda: app.home.load_count >= 2)  # the catch-up reading, then the slow poll
+        await pilot.pause(0.3)
+        made = make_run(tmp_path / "runs", "first-run", state="queued", epochs=5, done_epochs=0, checkpoint=None)
+        try:
+            assert await wait_until(pilot, lambda: "first-run" in table_rows(app), timeout=2.5), \
+                "the first run shows up before the 5 s slow poll"
+        finally:
+            made.release()
+
+
+async def test_a_new_run_is_not_held_back_by_another_runs_checkpoint_check(runs, tmp_path, monkeypatch):
+    import yolotui.tui.screens.home as home_module
+
+    real = home_module.diagnose
+    slow = {"on": False}
+
+    def slow_diagnose(path, total_epochs=None):
+        if slow["on"]:
+            time.sleep(4.0)  # a multi-GB last.pt on a loaded machine: read and hashed in full
+        return real(path, total_epochs)
+
+    monkeypatch.setattr(home_module, "diagnose", slow_diagnose)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_until(pilot, lambda: app.home.loaded)
+        slow["on"] = True
+        last = runs["running"].path / "weights" / "last.pt"
+        with open(last, "ab") as handle:  # the running run writes a new checkpoint ...
+            handle.write(b"\0")
+        made = make_run(tmp_path / "runs", "late-arrival", state="queued", epochs=5, done_epochs=0,
+                        checkpoint=None)  # ... as another run is launched
+        try:
+            assert await wait_until(pilot, lambda: "late-arrival" in table_rows(app), timeout=3.0), \
+                "a new run is shown before the other run's checkpoint verdict is made"
+            assert await wait_until(pilot, lambda: table_rows(app)["shapes-running"][4].split()[-1] != "checking",
+                                    timeout=15)
+        finally:
+            made.release()

@@ -30,7 +30,7 @@ TRAINER = textwrap.dedent('''
     epochs = 400
     writer.emit("start", world_size=1, devices=["cpu"], resumed_from=None)
     for epoch in range(epochs):
-        for batch in (0, 1):
+        for batch in (1, 2):  # batches done, as the trainer counts them
             writer.emit("batch", epoch=epoch, epochs=epochs, batch=batch, batches=2,
                         losses={"box": 1.0, "cls": 1.0, "dfl": 1.0}, lr=0.01, imgs_per_s=64.0, gpu_mem_gb=0.0)
             time.sleep(0.25)

@@ -67,10 +67,11 @@ def metrics_for(epoch: int) -> dict[str, float]:
 
 
 def write_epoch(run_dir: Path, writer: EventWriter, epoch: int, epochs: int, batches: int = 20) -> None:
-    """A `batch` event at the end of `epoch`, its `epoch` event and its results.csv row."""
+    """A `batch` event at the end of `epoch` (`batch` counts the batches done, as the trainer sends it), its
+    `epoch` event and its results.csv row."""
     m = metrics_for(epoch)
     losses = {"box": m["box"], "cls": m["cls"], "dfl": m["dfl"]}
-    writer.emit("batch", epoch=epoch, epochs=epochs, batch=batches - 1, batches=batches, losses=losses,
+    writer.emit("batch", epoch=epoch, epochs=epochs, batch=batches, batches=batches, losses=losses,
                 lr=0.01, imgs_per_s=123.0, gpu_mem_gb=1.5)
     writer.emit("epoch", epoch=epoch, epochs=epochs, losses=losses,
                 metrics={k: m[k] for k in ("P", "R", "mAP50", "mAP50-95")}, fitness=m["mAP50-95"], seconds=60.0)
@@ -144,7 +145,7 @@ def standard_runs(root: Path) -> dict[str, FixtureRun]:
         "finished": make_run(root, "coco-finished", state="finished", epochs=10, done_epochs=10,
                              started=FIXED_NOW - 7200),
         "running": make_run(root, "shapes-running", state="running", epochs=20, done_epochs=3, hold_lock=True,
-                            batch_in_progress=9, started=FIXED_NOW - 600, attempts=[
+                            batch_in_progress=10, started=FIXED_NOW - 600, attempts=[
                                 {"attempt": 1, "exit_code": 1, "failure_class": "oom", "remedy": "batch 16 -> 8"},
                                 {"attempt": 2}], attempt=2),
         "failed": make_run(root, "bad-data-failed", state="failed", epochs=30, done_epochs=1,
@@ -172,7 +173,7 @@ class Appender(threading.Thread):
 
     def run(self) -> None:
         while not self.stop_event.is_set() and self.epoch < self.epochs:
-            for batch in range(0, 20, 5):
+            for batch in range(5, 20, 5):  # batches done, as the trainer counts them; write_epoch sends 20/20
                 self.writer.emit("batch", epoch=self.epoch, epochs=self.epochs, batch=batch, batches=20,
                                  losses={"box": 1.0, "cls": 1.0, "dfl": 1.0}, lr=0.01, imgs_per_s=200.0,
                                  gpu_mem_gb=1.0)

@@ -109,3 +109,17 @@ def short_when(ts: float | None, unknown: str = UNKNOWN) -> str:
     if not ts:
         return unknown
     return time.strftime("%m-%d %H:%M", time.localtime(ts))
+
+
+def _escape_char(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: object) -> str:
+    """`text` safe to print on a terminal: control characters (ESC, C0, DEL, C1; also line breaks and tabs)
+    are shown escaped as `\\x1b` ..., so a run name can neither recolour, move the cursor nor fake a line."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or (ch == " ") else _escape_char(ch) for ch in text)

@@ -13,13 +13,21 @@ from typing import Any
 from yolotui.commands._options import report_started
 
 
-def after_launch(result: Any, attach: bool, as_json: bool = False) -> int:
-    """Report a jobs.results.StartedRun; follow it in plain text when `attach`."""
+def after_launch(result: Any, attach: bool, as_json: bool = False, show_command: bool = False) -> int:
+    """Report a jobs.results.StartedRun; follow it in plain text when `attach`. `show_command` (resume): say
+    the command the supervisor runs, and a hook command the run's own run.yaml adds, word for word."""
+    from yolotui.formatting import printable
+
     report_started(result, as_json)
     out = sys.stderr if as_json else sys.stdout
     run_dir = Path(result.run_dir)
     verb = "resuming" if result.verb in ("resumed", "extending") else result.verb
-    print(f"{verb} run {run_dir.name}: {run_dir}", file=out)
+    print(f"{verb} run {printable(run_dir.name)}: {printable(run_dir)}", file=out)
+    if show_command and getattr(result, "command", None):
+        print(f"  runs: {printable(shlex.join(result.command))}", file=out)
+    if show_command and getattr(result, "notify_command", None):
+        print(f"  and, on each notification, the hook command from its run.yaml: "
+              f"{printable(result.notify_command)}", file=out)
     from yolotui.placement.logout import launch_lines_for
 
     for line in launch_lines_for(run_dir):  # how it survives logout

@@ -28,8 +28,9 @@ def epoch_text(epoch: int | None, epochs: int | None) -> str:
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by two spaces."""
-    lines = [header, *rows]
+    """Left-aligned columns separated by two spaces; control characters in a cell (a run name with an ANSI
+    escape, say) are shown escaped (formatting.printable), never sent to the terminal."""
+    lines = [[formatting.printable(cell) for cell in line] for line in (header, *rows)]
     widths = [max(len(line[col]) for line in lines) for col in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
 

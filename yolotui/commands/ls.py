@@ -16,15 +16,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the runs table (or JSON)."""
     import json
+    import sys
 
     from yolotui.commands._runfmt import age, emit, epoch_text, table, when
+    from yolotui.runs.index import last_problem
     from yolotui.runs.summary import summarize_all
 
     summaries = summarize_all()
+    problem = last_problem()  # a damaged index is named (stderr), never taken for "no runs yet"
+    if problem:
+        print(f"yolotui: {'error' if not summaries else 'warning'}: {problem}", file=sys.stderr)
     if args.json:
         emit(json.dumps([s.to_dict() for s in summaries], indent=2))
-        return 0
+        return 1 if problem and not summaries else 0
     if not summaries:
+        if problem:
+            return 1
         print("no runs yet: start one with `yolotui exec -- CMD` or `yolotui train`")
         return 0
     header = ("NAME", "STATE", "EPOCH", "mAP50-95", "CKPT", "DEVICE", "STARTED")

@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json()))
     else:
+        print("targets: " + ", ".join(result.labels))  # scheme and a short hash each: no token on the screen
         for error in result.errors:
             print(f"failed: {error}")
         print(f"sent to {result.sent} of {result.targets} target(s)")

@@ -6,7 +6,8 @@ change; any other training flag is an error. `--epochs N` above the planned tota
 finished one): the LR schedule is re-planned as if N epochs had been planned from the start, and training
 continues at the current epoch on that curve. With no RUN, the newest interrupted run is resumed.
 `--interrupted` resumes every interrupted run of the user, each as it was (yolotui/placement/service.py): what
-`yolotui service install` runs at boot. The work itself is yolotui.jobs.resume.
+`yolotui service install` runs at boot. It prints the command the resumed run runs; a run folder another
+user owns is refused unless --force. The work itself is yolotui.jobs.resume.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the damaged last.pt is kept as last.pt.damaged-<time>")
     parser.add_argument("--interrupted", action="store_true",
                         help="resume every interrupted run of yours (after a reboot or container restart)")
+    parser.add_argument("--force", action="store_true",
+                        help="resume a run folder another user owns (it runs what its run.yaml and opt.yaml say: "
+                             "read them first)")
     changeable = {"--epochs", "--batch-size", "--device", "--workers"}
     for flags, kwargs in TRAIN_FLAGS:
         if changeable.intersection(flags):
@@ -74,5 +78,5 @@ def run(args: argparse.Namespace) -> int:
                         "new run)")
     result = resume(ResumeRequest(args.run, args.epochs, args.batch_size, args.device, args.workers,
                                   layout=given_layout(args), from_ckpt=args.from_ckpt,
-                                  extras=extras_from(args), slurm=slurm_options(args)))
-    return after_launch(result, args.attach, args.json)
+                                  extras=extras_from(args), slurm=slurm_options(args), force=args.force))
+    return after_launch(result, args.attach, args.json, show_command=True)

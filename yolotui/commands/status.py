@@ -59,12 +59,7 @@ def run(args: argparse.Namespace) -> int:
         live = summary.state in LIVE_STATES
         ended = f", ended {when(status.ended)}" if status.ended and not live else ""
         lines.append(f"started    {when(status.started)}{ended}  (running time {duration(elapsed_seconds(status, now, live))})")
-        events = tail_events(run_dir / EVENTS_JSONL, max_bytes=16 * 1024)
-        last = events[-1] if events else None
-        activity = f"supervisor wrote status.json {age(now - status.updated)} ago" if status.updated else ""
-        if last is not None and isinstance(last.get("ts"), (int, float)):
-            activity = (f"last training event {age(now - float(last['ts']))} ago ({last.get('type')})"
-                        + (f"; {activity}" if activity else ""))
+        activity = _activity(tail_events(run_dir / EVENTS_JSONL, max_bytes=1 << 20), status, now)
         if activity:
             lines.append(f"updated    {activity}")
         if status.ended and (status.exit_code is not None or status.exit_signal is not None):
@@ -76,10 +71,18 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.jobs.tensorboard import status_lines
 
     lines += status_lines(run_dir)  # TensorBoard, MLflow, W&B: where, which run, failures
-    lines.append(f"epochs     {epoch_text(summary.epoch, summary.epochs)} done   best mAP50-95 "
+    in_progress = ""
+    if summary.batch is not None and summary.state in LIVE_STATES and summary.epoch is not None:
+        from yolotui.formatting import epoch_in_progress
+
+        in_progress = (f" ({epoch_in_progress(summary.epoch, summary.epochs)}: batch {summary.batch}"
+                       + (f"/{summary.batches}" if summary.batches else "") + ")")
+    lines.append(f"epochs     {epoch_text(summary.epoch, summary.epochs)} done{in_progress}   best mAP50-95 "
                  + (f"{summary.best_map:.4f}" if summary.best_map is not None else "-")
                  + f"   checkpoint age {age(summary.checkpoint_age)}")
-    print("\n".join(lines))
+    from yolotui.formatting import printable
+
+    print("\n".join(printable(line) for line in lines))  # a run name with control characters is shown escaped
     if status is not None and status.attempts:
         rows = [(str(a.get("attempt")), when(a.get("started")),
                  describe_exit(a.get("exit_code"), a.get("exit_signal")) if a.get("ended") else "running",
@@ -87,6 +90,40 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(table(("ATTEMPT", "STARTED", "EXIT", "CLASS", "NEXT"), rows))
     return 0
+
+
+def _activity(events: list, status, now: float) -> str:
+    """What is fresh about the run, newest first: its last batch and epoch events (the trainer's own word that
+    it moves); other events and status.json's age only when the trainer has said nothing of its progress.
+
+    status.json is rewritten only when the supervisor has something to record, so its age says nothing about a
+    healthy run ("supervisor wrote status.json 5m ago" read like a stall)."""
+    from yolotui.commands._runfmt import age
+    from yolotui.formatting import epoch_in_progress
+
+    def stamp(event) -> float | None:
+        ts = event.get("ts") if isinstance(event, dict) else None
+        return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
+
+    parts = []
+    batch = next((e for e in reversed(events) if e.get("type") == "batch" and stamp(e) is not None), None)
+    epoch = next((e for e in reversed(events) if e.get("type") == "epoch" and stamp(e) is not None), None)
+    if batch is not None:
+        where = ""
+        if isinstance(batch.get("epoch"), int):
+            where = f" ({epoch_in_progress(batch['epoch'], batch.get('epochs'))}, batch {batch.get('batch')}" + (
+                f"/{batch['batches']}" if batch.get("batches") else "") + ")"
+        parts.append((stamp(batch), f"last batch event {age(now - stamp(batch))} ago{where}"))
+    if epoch is not None:
+        done = epoch.get("epoch") + 1 if isinstance(epoch.get("epoch"), int) else None
+        where = f" (epoch {done} ended)" if done is not None else ""
+        parts.append((stamp(epoch), f"last epoch event {age(now - stamp(epoch))} ago{where}"))
+    if parts:
+        return "; ".join(text for _, text in sorted(parts, key=lambda p: -p[0]))
+    last = next((e for e in reversed(events) if stamp(e) is not None), None)
+    if last is not None:
+        return f"last training event {age(now - stamp(last))} ago ({last.get('type')})"
+    return f"supervisor wrote status.json {age(now - status.updated)} ago" if status.updated else ""
 
 
 def _remedy_lines(status) -> list[str]:

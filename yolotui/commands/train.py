@@ -174,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         target = None if args.resume is True else str(args.resume)
         result = resume(ResumeRequest(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, layout=layout,
                                       extras=extras, slurm=slurm))
-        return after_launch(result, args.attach, args.json)
+        return after_launch(result, args.attach, args.json, show_command=True)
     from yolotui.jobs.new_run import NewRunRequest, new_run
 
     max_attempts = restart_limit(args.max_restarts, args.max_attempts)

@@ -60,7 +60,7 @@ def start_demo(options: dict[str, Any]) -> StartedRun:
     name = str(options.get("name") or "demo")
     running = live_demo(project, name)
     if running is not None:
-        note = (f"demo {running.name} is already training: opening it instead of starting a second one on the "
-                f"same cores (start another with --name NAME)")
+        note = (f"a demo is already training (run {running.name}): opening it instead of starting a second one on "
+                f"the same cores (start another with --name NAME)")
         return started(running, OPENED, [], [note])
     return new_run(NewRunRequest(options))

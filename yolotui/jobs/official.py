@@ -164,7 +164,9 @@ def resume_official(run_dir: Path, epochs: int | None = None, batch_size: int | 
     extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS and k != "logout"}
     extra.update(spec.extra)
     restart = {k: v for k, v in (config.get("restart") or {}).items() if k not in ("max_attempts", "backoff_s")}
-    launch(run_dir, spec.command, name=str(config.get("name") or run_dir.name), backend=NAME,
+    from yolotui.runs.index import name_for
+
+    launch(run_dir, spec.command, name=name_for(run_dir), backend=NAME,
            device=config.get("device"), max_attempts=max_attempts,
            env={str(k): str(v) for k, v in (config.get("env") or {}).items()}, extra=extra, backoff_s=backoff_s,
            cwd=Path(config["cwd"]) if config.get("cwd") else None, restart=restart)

@@ -34,7 +34,9 @@ class ResumeRequest:
     interrupted run. None for epochs/batch_size/device/workers keeps the saved value. `layout`: process-layout
     flags that replace the saved ones. `from_ckpt`: a checkpoint of the run (best.pt, epochN.pt) to restore
     over a damaged last.pt first. `slurm`: SlurmOptions to resume as a SLURM job; None resubmits a run that
-    ran as a SLURM job with its recorded options (and runs any other here)."""
+    ran as a SLURM job with its recorded options (and runs any other here). A folder that another user owns
+    (or whose run.yaml, opt.yaml ... they own) is refused unless `force`: a resume runs what its files say.
+    The StartedRun returned names the command the supervisor runs (and a hook command run.yaml adds)."""
 
     target: str | None = None
     epochs: int | None = None
@@ -45,6 +47,7 @@ class ResumeRequest:
     from_ckpt: str | None = None
     extras: RunExtras = field(default_factory=RunExtras)  # given again: replace the run's; else kept
     slurm: Any | None = None
+    force: bool = False  # resume a folder another user owns (runs.ownership) all the same
 
 
 def refuse_unchangeable(given: dict[str, Any], hint: str) -> None:
@@ -109,6 +112,9 @@ def resume(request: ResumeRequest) -> StartedRun:
     epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
     run_extra = request.extras.entries()
     run_dir = run_dir_for(request.target)
+    from yolotui.placement.ownership import refuse_foreign
+
+    refuse_foreign(run_dir, request.force)  # before anything in the folder is read for the decision or changed
     from yolotui.placement.launcher import refuse_live_slurm_job
 
     refuse_live_slurm_job(run_dir)  # a SLURM run's liveness is its job; before anything in the folder changes

@@ -15,9 +15,39 @@ import subprocess
 import sys
 from typing import Any
 
+from yolotui.notify.redact import command_label, scrub, target_label
+
+
+class _Reasons:
+    """Collects apprise's warnings while one URL is notified (its reason for a failure), secrets scrubbed."""
+
+    def __init__(self) -> None:
+        import logging
+
+        self.lines: list[str] = []
+        outer = self
+
+        class Handler(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                try:
+                    outer.lines.append(record.getMessage())
+                except Exception:  # noqa: BLE001 - a bad log record must not stop the sending
+                    pass
+
+        self.handler = Handler(logging.WARNING)
+        self.logger = logging.getLogger("apprise")
+
+    def __enter__(self) -> _Reasons:
+        self.logger.addHandler(self.handler)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.logger.removeHandler(self.handler)
+
 
 def send_urls(urls: list[str], title: str, body: str, timeout_s: float) -> list[str]:
-    """Post to each apprise URL; the error lines of the ones that failed."""
+    """Post to each apprise URL; the error lines of the ones that failed (targets named by `target_label`,
+    never in full: their tokens stay out of logs)."""
     if not urls:
         return []
     try:
@@ -26,40 +56,45 @@ def send_urls(urls: list[str], title: str, body: str, timeout_s: float) -> list[
         return [f"{len(urls)} URL(s) not notified: apprise is not installed (pip install 'yolotui[notify]')"]
     errors: list[str] = []
     for url in urls:
+        label = target_label(url)
         sender = apprise.Apprise()
         if not sender.add(url):
-            errors.append(f"{_redact(url)}: not an apprise URL apprise understands")
+            errors.append(f"{label}: not an apprise URL apprise understands")
             continue
         for server in sender:  # every apprise plugin honours these two timeouts (connect, read)
             for attr in ("socket_connect_timeout", "socket_read_timeout"):
                 if hasattr(server, attr):
                     setattr(server, attr, float(timeout_s))
-        try:
-            ok = sender.notify(title=title, body=body)
-        except Exception as exc:  # noqa: BLE001 - a plugin's bug must not hide the other targets
-            ok, detail = False, f"{type(exc).__name__}: {exc}"
-        else:
-            detail = "the service did not accept it (see apprise's reason above)"
+        with _Reasons() as reasons:
+            try:
+                ok = sender.notify(title=title, body=body)
+            except Exception as exc:  # noqa: BLE001 - a plugin's bug must not hide the other targets
+                ok, detail = False, f"{type(exc).__name__}: {exc}"
+            else:
+                detail = ("the service did not accept it"
+                          + (f" ({reasons.lines[-1]})" if reasons.lines else ""))
         if not ok:
-            errors.append(f"{_redact(url)}: {detail}")
+            errors.append(f"{label}: {scrub(detail, [url])[:300]}")
     return errors
 
 
 def run_command(command: str | None, event: dict[str, Any], timeout_s: float) -> list[str]:
-    """Run the hook command with the event as JSON on stdin; an error line when it fails or times out."""
+    """Run the hook command with the event as JSON on stdin; an error line when it fails or times out (the
+    command named by `command_label`, its stderr scrubbed of the command's words: it may hold a token)."""
     if not command:
         return []
+    label = command_label(command)
     try:
         done = subprocess.run(command, shell=True, input=json.dumps(event).encode(),  # noqa: S602 - the user's hook
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout_s,
                               start_new_session=True)
     except subprocess.TimeoutExpired:
-        return [f"command {command!r}: still running after {timeout_s:g} s; killed"]
+        return [f"{label}: still running after {timeout_s:g} s; killed"]
     except OSError as exc:
-        return [f"command {command!r}: cannot run it ({exc})"]
+        return [f"{label}: cannot run it ({scrub(str(exc), [command])})"]
     if done.returncode != 0:
         tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [""]
-        return [f"command {command!r}: exit code {done.returncode} {tail[0][:200]}".rstrip()]
+        return [f"{label}: exit code {done.returncode} {scrub(tail[0], [command])[:200]}".rstrip()]
     return []
 
 
@@ -69,15 +104,6 @@ def send_all(event: dict[str, Any], targets: dict[str, Any]) -> list[str]:
     return [*send_urls(list(targets.get("urls") or []), str(event.get("title") or "yolotui"),
                        str(event.get("body") or ""), timeout),
             *run_command(targets.get("command"), event, timeout)]
-
-
-def _redact(url: str) -> str:
-    """The URL without what follows the scheme's host part's credentials (tokens stay out of logs)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url[:12] + "..."
-    host = rest.split("/", 1)[0].rsplit("@", 1)[-1]
-    return f"{scheme}://{host}/..."
 
 
 def main() -> int:

@@ -11,10 +11,12 @@ from yolotui.errors import UserError
 
 @dataclass
 class NotifyTestResult:
-    """How many targets there were, and one error line per target that failed."""
+    """How many targets there were, and one error line per target that failed. `labels`: each target as logs
+    name it (yolotui.notify.redact: scheme and a short hash, never its token), in the order configured."""
 
     targets: int
     errors: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
 
     @property
     def sent(self) -> int:
@@ -23,12 +25,13 @@ class NotifyTestResult:
 
     def to_json(self) -> dict[str, Any]:
         """What `--json` prints."""
-        return {"targets": self.targets, "sent": self.sent, "errors": list(self.errors)}
+        return {"targets": self.targets, "sent": self.sent, "errors": list(self.errors), "labels": list(self.labels)}
 
 
 def notify_test(run: str | None = None, urls: list[str] | None = None) -> NotifyTestResult:
     """Send the test message now, in this process; UserError when no target is configured."""
     from yolotui.notify.notifier import make_event, targets_for
+    from yolotui.notify.redact import command_label, target_label
     from yolotui.notify.send import send_all
     from yolotui.usersettings import load_user_settings, settings_file
 
@@ -50,5 +53,5 @@ def notify_test(run: str | None = None, urls: list[str] | None = None) -> Notify
         raise UserError(f"no notification targets: add notify.urls or notify.command to {settings_file()}, "
                         "or give --notify URL", exit_code=1)
     event = make_event("test", name, run_dir, f"yolotui test notification from {socket.gethostname()}")
-    return NotifyTestResult(len(targets.urls) + (1 if targets.command else 0),
-                            send_all(event, targets.to_dict()))
+    labels = [target_label(u) for u in targets.urls] + ([command_label(targets.command)] if targets.command else [])
+    return NotifyTestResult(len(labels), send_all(event, targets.to_dict()), labels)

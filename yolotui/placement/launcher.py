@@ -153,6 +153,9 @@ def submit_to_slurm(run_dir: Path, config: dict[str, Any], options: SlurmOptions
                        backend=config["backend"], device=config.get("device"), slurm={"job_id": None})
     write_status(run_dir, status)
     slurm.write_script(run_dir, options, config["name"], pythonpath=str(package_root()))
+    from yolotui.runs.atomic import open_append
+
+    os.close(open_append(run_dir / SUPERVISOR_LOG, private=True))  # 0600 before the job's `>>` creates it
     job_id, submit_argv = slurm.submit(run_dir)
     config["slurm"]["job_ids"].append(job_id)
     config["slurm"]["submit_command"] = submit_argv
@@ -313,10 +316,10 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
     root = str(package_root())
     child_env["PYTHONPATH"] = root + (os.pathsep + child_env["PYTHONPATH"] if child_env.get("PYTHONPATH") else "")
     log_path = run_dir / SUPERVISOR_LOG
-    append_bytes(log_path, f"launcher: logout: {logout_record['note']}\n".encode())
+    append_bytes(log_path, f"launcher: logout: {logout_record['note']}\n".encode(), private=True)
     if logout_record.get("warning"):
-        append_bytes(log_path, f"launcher: warning: {logout_record['warning']}\n".encode())
-    log_fd = open_append(log_path)
+        append_bytes(log_path, f"launcher: warning: {logout_record['warning']}\n".encode(), private=True)
+    log_fd = open_append(log_path, private=True)
     try:
         proc = subprocess.Popen(  # an argv list, never a shell
             [*start_argv, LOCK_FD_FLAG, str(lock_fd)],

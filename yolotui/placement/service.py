@@ -117,7 +117,7 @@ def relaunch_plan(run_dir: Path) -> dict[str, Any]:
     extra["resume_first"] = bool(resume_args) and not never_started
     extra["resumed_after_interrupt"] = {"at": time.time(), "previous_state": previous["state"],
                                         "previous_attempt": previous["attempt"]}
-    return {"command": command, "name": str(config.get("name") or run_dir.name),
+    return {"command": command, "name": index.name_for(run_dir),
             "backend": str(config.get("backend") or "exec"), "device": config.get("device"),
             "max_attempts": max_attempts, "env": env, "extra": extra, "backoff_s": backoff_s,
             "cwd": Path(config["cwd"]) if config.get("cwd") else None, "restart": restart,
@@ -146,10 +146,12 @@ def resume_interrupted() -> list[ResumeResult]:
     """Relaunch every interrupted run of the user; one result per run, preempted runs first, else in index
     order."""
     results = []
+    from yolotui.placement.ownership import refuse_foreign
+
     for run_dir in preempted_first(interrupted_runs()):
-        status = read_status(run_dir)
-        name = status.name if status and status.name else run_dir.name
+        name = index.name_for(run_dir)
         try:
+            refuse_foreign(run_dir)  # at boot nobody is asked: another user's folder is never resumed
             relaunch(run_dir)
         except (UserError, OSError, ValueError) as exc:
             results.append(ResumeResult(str(run_dir), name, False, str(exc)))

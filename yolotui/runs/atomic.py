@@ -21,6 +21,7 @@ from pathlib import Path
 from yolotui.errors import UserError
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+PRIVATE_MODE = 0o600  # train.log, supervisor.log: the user's alone, like run.yaml
 
 
 class RunFileLink(UserError):
@@ -44,24 +45,36 @@ def refuse_link(path: Path) -> None:
         raise _refusal(Path(path))
 
 
-def open_append(path: Path, mode: int = 0o644) -> int:
-    """An O_APPEND descriptor of the regular file `path` (created if missing), never through a symlink."""
+def open_append(path: Path, mode: int = 0o644, private: bool = False) -> int:
+    """An O_APPEND descriptor of the regular file `path` (created if missing), never through a symlink.
+
+    `private`: the file is the user's alone (0600, like run.yaml): created so, and an older one of ours that
+    others could read is made so (train.log and supervisor.log may quote what a run was given).
+    """
     path = Path(path)
+    if private:
+        mode = PRIVATE_MODE
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0), mode)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENXIO):
             raise _refusal(path) from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device planted under a run file's name
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO or device planted under a run file's name
         os.close(fd)
         raise _refusal(path)
+    if private and st.st_mode & 0o077 and st.st_uid == os.geteuid():
+        try:
+            os.fchmod(fd, PRIVATE_MODE)
+        except OSError:
+            pass
     return fd
 
 
-def append_bytes(path: Path, data: bytes) -> None:
+def append_bytes(path: Path, data: bytes, private: bool = False) -> None:
     """Append `data` to `path` with one write (see `open_append`)."""
-    fd = open_append(path)
+    fd = open_append(path, private=private)
     try:
         os.write(fd, data)
     finally:
@@ -129,5 +142,5 @@ def read_json(path: Path) -> object | None:
     try:
         with open(path, "rb") as handle:
             return json.loads(handle.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deep to parse
         return None

@@ -56,7 +56,7 @@ def parse_lines(data: bytes) -> tuple[list[Event], int]:
             continue
         try:
             obj = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # garbage, or nested too deep to parse
             continue
         if isinstance(obj, dict):
             events.append(obj)

@@ -18,28 +18,42 @@ def looks_like_run(folder: Path) -> bool:
     return any((folder / marker).exists() for marker in _RUN_MARKERS)
 
 
-def _looks_like_path(value: str) -> bool:
+def looks_like_path(value: str) -> bool:
+    """True when `value` reads as a path (has a separator, or starts with `.` or `~`), not a plain run name."""
     return os.sep in value or value.startswith(("~", ".")) or (os.altsep is not None and os.altsep in value)
 
 
-def resolve_run(value: str) -> Path:
-    """The run folder `value` names: a path to a run folder, else a name in the index.
+def exact_matches(value: str, entries: list | None = None) -> list:
+    """The index entries named exactly `value`."""
+    return [e for e in (index.entries() if entries is None else entries) if e.name == value]
 
-    Names are matched exactly first, then as a unique suffix of an indexed name or path (`exec/exp3`,
+
+def resolve_run(value: str) -> Path:
+    """The run folder `value` names: an indexed run's exact name, a path to a run folder, else a name in the index.
+
+    A plain name (no `/`, not starting with `.` or `~`) that one indexed run has exactly is that run, even when
+    a folder of that name exists here; otherwise a folder path wins. Names are matched exactly first, then as a
+    unique suffix of an indexed name or path (`exec/exp3`,
     `p3`). Raises UserError with close matches when nothing (or more than one run) matches.
     """
     if not value or not value.strip():
         raise UserError("no run given: name a run (see `yolotui ls`) or give its folder")
+    entries = index.entries()
+    if not looks_like_path(value):
+        # A plain name is a run name: an exact match in the index wins over a folder of that name in the
+        # current directory (`rm --files r1` elsewhere must not reach an unrelated ./r1).
+        exact = exact_matches(value, entries)
+        if len(exact) == 1:
+            return Path(exact[0].path)
     candidate = Path(value).expanduser()
     if candidate.is_dir():
         if looks_like_run(candidate):
             return candidate.resolve()
-        if _looks_like_path(value):
+        if looks_like_path(value):
             raise UserError(f"{candidate} is a folder but not a yolotui run (no status.json or run.yaml)")
         # a plain name that happens to be a local folder: look it up in the index below
 
-    entries = index.entries()
-    exact = [e for e in entries if e.name == value]
+    exact = exact_matches(value, entries)
     if len(exact) == 1:
         return Path(exact[0].path)
     if len(exact) > 1:
@@ -57,5 +71,5 @@ def resolve_run(value: str) -> Path:
     names = sorted({e.name for e in entries})
     close = difflib.get_close_matches(value, names, n=5, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else "; see `yolotui ls` for the runs yolotui knows"
-    what = "no run folder or indexed run" if _looks_like_path(value) else "unknown run"
+    what = "no run folder or indexed run" if looks_like_path(value) else "unknown run"
     raise UserError(f"{what} {value!r}{hint}")

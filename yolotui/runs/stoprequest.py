@@ -67,7 +67,7 @@ def read_stop_request(path: Path) -> StopRequest | None:
         if len(raw) > MAX_BYTES:
             raise ValueError(f"larger than {MAX_BYTES} bytes")
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         request.problem = f"not JSON ({str(exc)[:80]}); treated as a graceful stop"
         return request
     if not isinstance(data, dict):

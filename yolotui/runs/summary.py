@@ -40,16 +40,20 @@ class RunSummary:
     Fields: name, path, state (derived: interrupted when the supervisor is gone), attempt, epoch (epochs
     finished), epochs (planned), best_map (best mAP50-95 so far), checkpoint_age (seconds since last.pt was
     written), device, started, updated, failure_class, message, slurm (a SLURM run: job_id, state, reason,
-    nodes, time_left; None for a local run).
+    nodes, time_left; None for a local run), batch/batches (how far the epoch in progress is, from the newest
+    batch event), last_event_ts/last_event_type (the newest event that says how far the trainer is).
     """
 
     __slots__ = ("name", "path", "state", "attempt", "epoch", "epochs", "best_map", "checkpoint_age", "device",
-                 "started", "updated", "failure_class", "message", "slurm")
+                 "started", "updated", "failure_class", "message", "slurm", "batch", "batches", "last_event_ts",
+                 "last_event_type")
 
     def __init__(self, name: str, path: str, state: str, attempt: int = 0, epoch: int | None = None,
                  epochs: int | None = None, best_map: float | None = None, checkpoint_age: float | None = None,
                  device: str | None = None, started: float | None = None, updated: float | None = None,
-                 failure_class: str | None = None, message: str | None = None, slurm: dict | None = None) -> None:
+                 failure_class: str | None = None, message: str | None = None, slurm: dict | None = None,
+                 batch: int | None = None, batches: int | None = None, last_event_ts: float | None = None,
+                 last_event_type: str | None = None) -> None:
         self.name = name
         self.path = path
         self.state = state
@@ -64,6 +68,10 @@ class RunSummary:
         self.failure_class = failure_class
         self.message = message
         self.slurm = slurm
+        self.batch = batch  # batches done of the epoch in progress (the newest batch event), with batches
+        self.batches = batches
+        self.last_event_ts = last_event_ts  # when the trainer last said how far it is (batch, epoch, start)
+        self.last_event_type = last_event_type
 
     def to_dict(self) -> dict:
         """The JSON-ready form."""
@@ -129,7 +137,21 @@ def results_facts(path: Path) -> tuple[int | None, float | None]:
 
 
 def last_epochs(path: Path) -> tuple[int | None, bool]:
-    """(planned epochs from the newest event that says, whether a `done` event came after it).
+    """(planned epochs from the newest event that says, whether a `done` event came after it)."""
+    event, done = newest_progress(path)
+    return (_int(event.get("epochs")) if event else None), done
+
+
+def _int(value) -> int | None:
+    try:
+        return None if value is None or isinstance(value, bool) else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def newest_progress(path: Path) -> tuple[dict | None, bool]:
+    """(the newest event that names the planned epochs: a batch, epoch or start event; whether a `done` event
+    came after it).
 
     Reads the file backwards in growing blocks up to TAIL_BYTES and parses only lines that mention epochs.
     """
@@ -152,17 +174,14 @@ def last_epochs(path: Path) -> tuple[int | None, bool]:
                         continue
                     try:
                         event = json.loads(raw)
-                    except ValueError:
+                    except (ValueError, RecursionError):
                         continue
                     if not isinstance(event, dict):
                         continue
                     if event.get("type") == "done":
                         done = True
-                    if "epochs" in event:
-                        try:
-                            return int(event["epochs"]), done
-                        except (TypeError, ValueError):
-                            continue
+                    if "epochs" in event and _int(event["epochs"]) is not None:
+                        return event, done
                 if start == 0 or block >= TAIL_BYTES:
                     return None, done
                 block *= 4
@@ -224,13 +243,38 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
     if problem is not None:
         summary.message = problem
     summary.epoch, summary.best_map = results_facts(os.path.join(folder, RESULTS_CSV))
-    summary.epochs, done = last_epochs(os.path.join(folder, EVENTS_JSONL))
-    if done and summary.epoch is None:
-        summary.epoch = summary.epochs
+    event, done = newest_progress(os.path.join(folder, EVENTS_JSONL))
+    _apply_progress(summary, event, done)
     mtime = _checkpoint_mtime(folder)
     if mtime is not None:
         summary.checkpoint_age = time.time() - mtime
     return summary, recorded, mtime
+
+
+def _apply_progress(summary: RunSummary, event: dict | None, done: bool) -> None:
+    """Planned epochs, epochs done and the batch of the epoch in progress from the newest progress event.
+
+    results.csv (one row per finished epoch) is written at an epoch's very end, and a trainer that writes none
+    (an exec run) may still send events: the newest event counts too, whichever is further (a batch event of
+    0-based epoch k: k epochs done; an epoch event of k: k + 1)."""
+    summary.epochs = _int(event.get("epochs")) if event else None
+    if event is not None:
+        kind, at = event.get("type"), _int(event.get("epoch"))
+        summary.last_event_type = str(kind) if kind else None
+        ts = event.get("ts")
+        summary.last_event_ts = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
+        from_events = None
+        if kind == "batch" and at is not None:
+            from_events = at
+            summary.batch, summary.batches = _int(event.get("batch")), _int(event.get("batches"))
+        elif kind == "epoch" and at is not None:
+            from_events = at + 1
+        if from_events is not None and (summary.epoch is None or from_events > summary.epoch):
+            summary.epoch = from_events
+    if done:
+        summary.batch = summary.batches = None
+        if summary.epoch is None:
+            summary.epoch = summary.epochs
 
 
 def summarize(run_dir: Path, name: str | None = None) -> RunSummary:

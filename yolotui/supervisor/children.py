@@ -66,7 +66,7 @@ class TrainerChildren:
     def spawn(self, argv: list[str], env: dict[str, str]) -> None:
         """Start the trainer in its own session/process group, stdout and stderr appended to train.log."""
         cwd = self.config.get("cwd") or str(self.run_dir)
-        log_fd = open_append(self.run_dir / TRAIN_LOG)  # never through a symlink
+        log_fd = open_append(self.run_dir / TRAIN_LOG, private=True)  # 0600, never through a symlink
         try:
             self.trainer = subprocess.Popen(  # an argv list from run.yaml, never a shell
                 argv,

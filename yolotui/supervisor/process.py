@@ -144,7 +144,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling):
         except OSError:
             pass
         try:
-            append_bytes(path, f"{prefix}===== yolotui: {text} =====\n".encode("utf-8", "replace"))
+            append_bytes(path, f"{prefix}===== yolotui: {text} =====\n".encode("utf-8", "replace"), private=True)
         except (OSError, UserError) as exc:  # a full disk or a planted symlink: the marker is lost, the run is not
             log(f"warning: cannot write a marker to {path.name}: {getattr(exc, 'strerror', None) or exc}")
 

@@ -30,6 +30,7 @@ from yolotui.tui.sources import CheckpointFacts, diagnose
 
 LOG_TAIL_BYTES = 32 * 1024
 LOG_LINES = 300
+RATE_READINGS = 30  # the speed shown: the median of the epoch's latest batch events' imgs_per_s
 
 
 @dataclass
@@ -78,6 +79,13 @@ class RunView:
     def attempt(self) -> int:
         """The supervisor's attempt number (0 before the first)."""
         return self.status.attempt if self.status else 0
+
+    @property
+    def validating(self) -> bool:
+        """Every batch of the epoch in progress is done and its epoch event has not come: the trainer validates
+        (and saves the checkpoint)."""
+        return (self.epoch is not None and self.batch is not None and bool(self.batches)
+                and self.batch >= self.batches and self.finished_epochs <= self.epoch and not self.done)
 
     def epoch_fraction(self) -> float | None:
         """How much of the current epoch is done, 0..1."""
@@ -136,6 +144,8 @@ class RunReader:
         self._log_cleaner = LogCleaner()
         self._rate_mark: tuple[float, int, int] | None = None  # (ts, epoch, batch) at the start of the rate window
         self._wall_mark: float | None = None  # ts of the previous epoch event (or start) of this attempt
+        self._rates: list[float] = []  # imgs_per_s of the epoch in progress's batch events
+        self._rates_epoch: int | None = None
         self.view = RunView(str(self.run_dir), name or self.run_dir.name, "unknown")
 
     def refresh(self) -> RunView:
@@ -193,14 +203,22 @@ class RunReader:
         if "epochs" in event and event["epochs"] is not None:
             view.epochs = int(event["epochs"])
         if kind == "batch":
+            # `batch` counts the batches done (the trainer and the official shim send i + 1)
             epoch, batch = int(event["epoch"]), int(event["batch"])
             view.epoch = epoch
-            view.batch = batch + 1 if event.get("batches") is not None else batch
+            view.batch = batch
             view.batches = int(event["batches"]) if event.get("batches") is not None else None
             if view.batches is not None:
                 view.batch = min(view.batch, view.batches)
             if event.get("imgs_per_s") is not None:
-                view.imgs_per_s = float(event["imgs_per_s"])
+                # The median of this epoch's readings: its first event counts the loader's start-up and its last
+                # one a short, often partial batch; neither is the rate the run trains at (and the last one is
+                # what a reattach during validation would otherwise show).
+                if self._rates_epoch != epoch:
+                    self._rates_epoch, self._rates = epoch, []
+                self._rates.append(float(event["imgs_per_s"]))
+                recent = sorted(self._rates[-RATE_READINGS:])
+                view.imgs_per_s = recent[len(recent) // 2]
             self._update_rate(view, float(event.get("ts") or 0.0), epoch, batch)
         elif kind == "epoch":
             epoch = int(event["epoch"])
@@ -225,6 +243,7 @@ class RunReader:
                 view.epoch, view.batch = epoch, view.batches
         elif kind == "start":
             self._rate_mark = None
+            self._rates_epoch, self._rates = None, []  # a new attempt may run at another batch size or device
             self._wall_mark = _num(event.get("ts"))
             view.last_problem = None
         elif kind in ("warning", "error"):

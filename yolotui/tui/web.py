@@ -4,6 +4,7 @@ Each browser tab gets its own `yolotui tui` process (textual-serve runs the app 
 reading the same run folders as a terminal would. Every request but the static assets must carry the
 token: the first page load as `?token=...` (the URL printed at start), which then sets an HttpOnly,
 SameSite=Strict cookie that the page's websocket sends back. A websocket from another origin is refused.
+The server keeps no access log (it would print the token on every page load).
 
 textual-serve is an optional extra (`pip install 'yolotui[serve]'`); this module imports it only in
 `serve()`. No torch here (the TUI's import rules apply).
@@ -113,9 +114,22 @@ def make_server(command: str, host: str, port: int, token: str, announce: Callab
             self.initialize_logging()
             asyncio.run(self.serve_forever())
 
+        def initialize_logging(self) -> None:
+            """textual-serve's log setup without local variables in tracebacks (they would show the token)."""
+            import logging
+
+            from rich.logging import RichHandler
+
+            logging.basicConfig(level="INFO", format="%(message)s", handlers=[
+                RichHandler(show_path=False, show_time=False, rich_tracebacks=True, tracebacks_show_locals=False,
+                            console=self.console)])
+
         async def serve_forever(self) -> None:
-            """Listen, announce the address, serve until SIGINT/SIGTERM, then close every session."""
-            runner = web.AppRunner(await self._make_app(), handle_signals=False)
+            """Listen, announce the address, serve until SIGINT/SIGTERM, then close every session.
+
+            No access log: every page load's first request is `GET /?token=...`, and a log line of it would
+            hand the token to whoever reads the terminal's scrollback or a captured log."""
+            runner = web.AppRunner(await self._make_app(), handle_signals=False, access_log=None)
             await runner.setup()
             try:
                 await web.TCPSite(runner, host, port).start()

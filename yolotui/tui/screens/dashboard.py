@@ -235,9 +235,13 @@ class DashboardScreen(Screen):
             Series("cls", tuple(p.cls for p in points)),
             Series("dfl", tuple(p.dfl for p in points)),
         ])
+        # The y axis follows mAP50 and mAP50-95 over the whole run but P and R over the later half only: a barely
+        # trained model's few confident boxes make precision jump early (0.9, then 0.02), and a range set by
+        # those jumps would flatten mAP's rise to the bottom rows. Earlier P/R points beyond it sit at its edge.
+        recent = len(points) // 2
         self.query_one("#metric-chart", BrailleChart).set_series([
-            Series("P", tuple(p.precision for p in points)),
-            Series("R", tuple(p.recall for p in points)),
+            Series("P", tuple(p.precision for p in points), scale_from=recent),
+            Series("R", tuple(p.recall for p in points), scale_from=recent),
             Series("mAP50", tuple(p.map50 for p in points)),
             Series("mAP50-95", tuple(p.map for p in points)),
         ])

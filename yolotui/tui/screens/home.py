@@ -49,10 +49,11 @@ class HomeRow:
 class RunsLoaded(Message):
     """A fresh reading of every indexed run (posted from the loader thread)."""
 
-    def __init__(self, rows: list[HomeRow], error: str | None = None) -> None:
+    def __init__(self, rows: list[HomeRow], error: str | None = None, partial: bool = False) -> None:
         super().__init__()
         self.rows = rows
         self.error = error
+        self.partial = partial  # shown at once; the checkpoint verdicts of this reading are still being made
 
 
 class HomeScreen(Screen):
@@ -137,14 +138,42 @@ class HomeScreen(Screen):
 
     @work(thread=True, exit_on_error=False, group="home-load")
     def load_runs(self) -> None:
-        """Read every indexed run (thread); posts RunsLoaded."""
+        """Read every indexed run (thread); posts RunsLoaded.
+
+        The runs are shown as soon as they are read: when a checkpoint is new or has changed, its verdict
+        (which reads, and hashes, the whole file: seconds for a large one) is made after a first, partial
+        RunsLoaded, so a run that was just launched appears at once whatever the other runs' checkpoints."""
         try:
             summaries = summarize_all()
-            rows = [HomeRow(summary, self._checkpoint(summary)) for summary in summaries]
+            problem = index.last_problem()  # a damaged index is named, never shown as "no runs yet"
+            rows, pending = [], []
+            for summary in summaries:
+                facts, fresh = self._known_checkpoint(summary)
+                if not fresh:
+                    pending.append(len(rows))
+                rows.append(HomeRow(summary, facts))
+            if pending:
+                self.post_message(RunsLoaded(list(rows), problem, partial=True))
+                for i in pending:
+                    rows[i] = HomeRow(rows[i].summary, self._checkpoint(rows[i].summary))
         except Exception as exc:  # a library bug shows as a line, not a traceback
             self.post_message(RunsLoaded([], f"could not read the runs: {exc}"))
             return
-        self.post_message(RunsLoaded(rows))
+        self.post_message(RunsLoaded(rows, problem))
+
+    def _known_checkpoint(self, summary: RunSummary) -> tuple[CheckpointFacts | None, bool]:
+        """(what to show for the run's last.pt now, whether that is its verdict for the file as it is)."""
+        path = Path(summary.path) / WEIGHTS_DIR / LAST_PT
+        try:
+            stat = path.stat()
+        except OSError:
+            return None, True
+        cached = self._ckpt_cache.get(str(path))
+        if cached and cached[0] == (stat.st_mtime, stat.st_size):
+            return cached[1], True
+        if cached:
+            return cached[1], False  # the previous verdict until the new one is made
+        return CheckpointFacts(path.name, str(path), "checking", size=stat.st_size, mtime=stat.st_mtime), False
 
     def _checkpoint(self, summary: RunSummary) -> CheckpointFacts | None:
         path = Path(summary.path) / WEIGHTS_DIR / LAST_PT
@@ -161,6 +190,10 @@ class HomeScreen(Screen):
         return facts
 
     def on_runs_loaded(self, message: RunsLoaded) -> None:
+        if message.partial:  # the runs now; the same reading follows with its checkpoint verdicts
+            self.rows = message.rows
+            self._render_table()
+            return
         self._in_flight = False
         self.rows = message.rows
         self.loaded = True
@@ -194,7 +227,15 @@ class HomeScreen(Screen):
 
     @work(exclusive=True, group="home-watch", exit_on_error=False)
     async def watch_runs(self, paths: tuple[str, ...]) -> None:
-        """Reload when the index or any run folder changes (the slow poll covers a failed watcher)."""
+        """Reload when the index or any run folder changes (the slow poll covers a failed watcher).
+
+        The state folder is made first when it does not exist yet (a first run launched from another terminal
+        creates it and its index): a folder that is not there cannot be watched, and its first run would
+        wait for the slow poll."""
+        try:
+            index.home_dir().mkdir(parents=True, exist_ok=True)
+        except OSError:
+            pass
         await watch_changes([Path(p) for p in paths], self._on_files_changed)
 
     def _on_files_changed(self) -> None:

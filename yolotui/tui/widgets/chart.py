@@ -22,10 +22,12 @@ SERIES_CLASSES = tuple(f"chart--series-{i}" for i in range(6))
 
 @dataclass(frozen=True)
 class Series:
-    """One line of a chart: its legend label and values (None for a gap)."""
+    """One line of a chart: its legend label and values (None for a gap). Only the values from index
+    `scale_from` on set the chart's y range; earlier ones beyond it are drawn at its edge."""
 
     label: str
     values: tuple[float | None, ...]
+    scale_from: int = 0
 
 
 def plot_cells(series: Sequence[Series], width: int, height: int,
@@ -82,8 +84,9 @@ def _line(start: tuple[int, int], end: tuple[int, int], put) -> None:
 
 
 def value_range(series: Sequence[Series]) -> tuple[float, float] | None:
-    """The min and max over every finite value, or None when there is none."""
-    finite = [v for s in series for v in s.values if v is not None and math.isfinite(v)]
+    """The min and max over the finite values that set the range (each series' from its `scale_from` on), or
+    None when there is none."""
+    finite = [v for s in series for v in s.values[s.scale_from:] if v is not None and math.isfinite(v)]
     if not finite:
         return None
     low, high = min(finite), max(finite)

@@ -45,6 +45,7 @@ VERDICT_CLASS = {
     "unknown": "muted",
     "corrupt": "bad",
     "missing": "bad",
+    "checking": "muted",  # the runs table, while a new or changed checkpoint's verdict is being made
 }
 
 _PANEL_CSS_CLASSES = """
@@ -120,7 +121,8 @@ class RunHeader(Panel):
 
 class ProgressPanel(Panel):
     """Two lines: the epoch in progress ('epoch 6 of 50') and the whole run ('5/50' epochs done), in the one
-    epoch numbering of yolotui.formatting; ETA and images/s only while the run is live."""
+    epoch numbering of yolotui.formatting; ETA and images/s only while the run is live, and `validating` (with
+    the epoch's training rate) once every batch of the epoch is done and its epoch event has not come yet."""
 
     DEFAULT_CSS = "ProgressPanel { height: 2; padding: 0 1; }" + _PANEL_CSS_CLASSES.format(name="ProgressPanel")
 
@@ -136,7 +138,11 @@ class ProgressPanel(Panel):
         text.append(f" {_pct(frac)}")
         if view.batches:
             text.append(f"  {view.batch}/{view.batches}", self.style_for("label"))
-        if live:
+        if live and view.validating:
+            text.append("  validating", self.style_for("info"))  # every batch done; the epoch event follows
+            if view.imgs_per_s is not None:
+                text.append(f"  trained at {formatting.speed(view.imgs_per_s)}")
+        elif live:
             text.append(f"  eta {format_duration(view.epoch_eta())}")
             if view.imgs_per_s is not None:
                 text.append(f"  {formatting.speed(view.imgs_per_s)}")
@@ -392,8 +398,20 @@ class LogTail(Panel):
 
             floor = logging.getLevelName(self.level)
             lines = [line for line in lines if level_of_line(line) >= floor]
-        self.set_text(Text("\n".join(lines[-rows:]), no_wrap=True, overflow="ellipsis"))
+        width = self.content_size.width
+        if width < 10:  # not laid out yet: the next resize shows them wrapped
+            self.set_text(Text("\n".join(lines[-rows:]), no_wrap=True, overflow="ellipsis"))
+            return
+        # Long lines are wrapped, never cut: an epoch's metrics line ends with the numbers that matter.
+        shown: list[Text] = []
+        for line in reversed(lines):
+            wrapped = list(Text(line).wrap(self.app.console, width, overflow="fold"))
+            if shown and len(shown) + len(wrapped) > rows:
+                break
+            shown[:0] = wrapped
+        text = Text("\n", no_wrap=True, overflow="ellipsis").join(shown[-rows:])
+        self.set_text(text)
 
     def on_resize(self) -> None:
         self._shown = None
-        self._show()
+        self._show()  # the rows that fit, wrapped to the new width
