@@ -8,6 +8,7 @@ Also what a started run's use case returns (StartedRun), and what `--json` print
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,3 +137,30 @@ def start_training(run_dir: Path, opt: dict[str, Any], overrides: dict[str, Any]
            **({"backoff_s": float(backoff_s)} if backoff_s is not None else {}),
            extra=extra, queue=queue, slurm=slurm, lock_fd=lock_fd)
     return [*warnings, *([note] if note else [])]
+
+
+def launch_foreign_run(project: Path, name: str, exist_ok: bool, backend_name: str, opt: dict[str, Any],
+                       argv: Sequence[str], extra: dict[str, Any], cwd: Path, device: str | None,
+                       max_attempts: int, backoff_s: float | None) -> Path:
+    """Make the run folder for another project's trainer (official, ultralytics) and start its backend's command
+    under the supervisor; returns the folder. A folder that already holds a last.pt is refused (resume it); one
+    made here is removed again when the launch is refused, so no half-made run is left behind."""
+    from yolotui.placement.launcher import launch
+    from yolotui.runs import store
+
+    if exist_ok and (project / name / layout.WEIGHTS_DIR / layout.LAST_PT).exists():
+        raise UserError(f"{project / name} already holds weights/last.pt: resume it with "
+                        f"`yolotui resume {project / name}` or choose another --name")
+    run_dir = store.create_run_dir(project, name, exist_ok=exist_ok)
+    spec = get_backend(backend_name).new_run_command(CommandRequest(run_dir=run_dir, opt=opt, argv=tuple(argv)))
+    kwargs: dict[str, Any] = {} if backoff_s is None else {"backoff_s": backoff_s}
+    try:
+        launch(run_dir, spec.command, name=run_dir.name, backend=backend_name, max_attempts=max_attempts,
+               extra={**spec.extra, **extra}, cwd=cwd, device=device, **kwargs)
+    except UserError:
+        if not exist_ok:
+            import shutil
+
+            shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run behind
+        raise
+    return run_dir

@@ -24,7 +24,7 @@ from yolotui.backends.official.backend import (
     split_flags,
 )
 from yolotui.errors import UserError
-from yolotui.jobs.launch import StartedRun, started
+from yolotui.jobs.launch import StartedRun, launch_foreign_run, started
 from yolotui.jobs.runextras import RunExtras
 from yolotui.runs import layout
 
@@ -67,7 +67,6 @@ def check_interpreter(python: str) -> list[str]:
 
 def start_official(request: OfficialRunRequest) -> StartedRun:
     """Create the run folder and start the official trainer under the supervisor."""
-    from yolotui.placement.launcher import launch
     from yolotui.runs import store
 
     cmd = request.command
@@ -84,24 +83,10 @@ def start_official(request: OfficialRunRequest) -> StartedRun:
     store.validate_name(name)
     run_extra = request.extras.entries()  # a bad --log-config is refused before the folder is made
     lines = check_interpreter(cmd.python)
-    if exist_ok and (project / name / layout.WEIGHTS_DIR / layout.LAST_PT).exists():
-        raise UserError(f"{project / name} already holds weights/last.pt: resume it with "
-                        f"`yolotui resume {project / name}` or choose another --name")
-    run_dir = store.create_run_dir(project, name, exist_ok=exist_ok)
-    backend = get_backend(NAME)
-    spec = backend.new_run_command(CommandRequest(
-        run_dir=run_dir, opt={"python": cmd.python, "repo": str(cmd.repo), "script": cmd.script}, argv=tuple(args)))
-    kwargs: dict[str, Any] = {} if request.backoff_s is None else {"backoff_s": request.backoff_s}
     device, _ = split_flags(list(args), {"--device": 1})
-    try:
-        launch(run_dir, spec.command, name=run_dir.name, backend=NAME, max_attempts=request.max_attempts,
-               extra={**spec.extra, **run_extra}, cwd=cwd, device=device.get("--device") or None, **kwargs)
-    except UserError:
-        if not exist_ok:
-            import shutil
-
-            shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run behind
-        raise
+    run_dir = launch_foreign_run(project, name, exist_ok, NAME, {"python": cmd.python, "repo": str(cmd.repo),
+                                                                  "script": cmd.script}, args, run_extra, cwd,
+                                 device.get("--device") or None, request.max_attempts, request.backoff_s)
     warnings = [line.split(": ", 1)[1] for line in lines if line.startswith("warning: ")]
     notes = [line for line in lines if not line.startswith("warning: ")]
     return started(run_dir, "started", warnings, notes)

@@ -21,7 +21,7 @@ from yolotui.backends.ultralytics import NAME, save_dir
 from yolotui.backends.ultralytics.launch import interpreter_lines, output_folder, refuse_own_resume
 from yolotui.backends.ultralytics.recognise import CLI, SCRIPT, UltralyticsCommand, parse_overrides
 from yolotui.errors import UserError
-from yolotui.jobs.launch import StartedRun, started
+from yolotui.jobs.launch import StartedRun, launch_foreign_run, started
 from yolotui.jobs.runextras import RunExtras
 from yolotui.runs import layout
 
@@ -60,7 +60,6 @@ def check_paths(cmd: UltralyticsCommand, cwd: Path) -> None:
 
 def start_ultralytics(request: UltralyticsRunRequest) -> StartedRun:
     """Create the run folder and start ultralytics' trainer through the shim under the supervisor."""
-    from yolotui.placement.launcher import launch
     from yolotui.runs import store
 
     cmd = request.command
@@ -78,23 +77,10 @@ def start_ultralytics(request: UltralyticsRunRequest) -> StartedRun:
     store.validate_name(name)
     run_extra = request.extras.entries()  # a bad --log-config is refused before the folder is made
     notes = interpreter_lines(cmd.python)
-    if exist_ok and (project / name / layout.WEIGHTS_DIR / layout.LAST_PT).exists():
-        raise UserError(f"{project / name} already holds weights/last.pt: resume it with "
-                        f"`yolotui resume {project / name}` or choose another name")
-    run_dir = store.create_run_dir(project, name, exist_ok=exist_ok)
-    spec = get_backend(NAME).new_run_command(CommandRequest(
-        run_dir=run_dir, opt={"python": cmd.python, "mode": cmd.mode, "script": str(cmd.script or "") or None},
-        argv=tuple(cmd.args)))
-    kwargs: dict[str, Any] = {} if request.backoff_s is None else {"backoff_s": request.backoff_s}
-    try:
-        launch(run_dir, spec.command, name=run_dir.name, backend=NAME, max_attempts=request.max_attempts,
-               extra={**spec.extra, **run_extra}, cwd=cwd, device=cmd.overrides().get("device") or None, **kwargs)
-    except UserError:
-        if not exist_ok:
-            import shutil
-
-            shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran in it: leave no half-made run behind
-        raise
+    run_dir = launch_foreign_run(project, name, exist_ok, NAME, {"python": cmd.python, "mode": cmd.mode,
+                                                                  "script": str(cmd.script or "") or None},
+                                 cmd.args, run_extra, cwd, cmd.overrides().get("device") or None,
+                                 request.max_attempts, request.backoff_s)
     notes.append(f"ultralytics writes into the run folder (its save_dir, recorded in run.yaml): {run_dir}")
     return started(run_dir, "started", [], notes)
 
