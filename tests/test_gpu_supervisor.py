@@ -41,10 +41,12 @@ def _summary(run_dir: Path, attempt: int = 1) -> dict:
     return {}
 
 
-def _notifications(path: Path) -> list[dict]:
-    if not path.exists():
+def _notifications(folder: Path) -> list[dict]:
+    """Each hook writes its own file (two hooks may run at once), read in the order they were written."""
+    if not folder.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    done = sorted((p for p in folder.glob("*.json")), key=lambda p: p.stat().st_mtime_ns)
+    return [json.loads(p.read_text()) for p in done]
 
 
 def test_throttling_notifies_once_and_a_crash_after_an_xid_moves_the_run(tmp_path, monkeypatch):
@@ -53,11 +55,12 @@ def test_throttling_notifies_once_and_a_crash_after_an_xid_moves_the_run(tmp_pat
     monkeypatch.setenv("YOLOTUI_NVML_MODULE", FAKE)
     monkeypatch.setenv("FAKE_NVML_STATE", str(state))
     monkeypatch.setenv("YOLOTUI_GPU_SAMPLE_S", "0.1")
-    received = tmp_path / "notifications.jsonl"
+    received = tmp_path / "notifications"
+    received.mkdir()
     go = tmp_path / "go"
     run_dir = create_run_dir(tmp_path / "proj", "exp")
     launch(run_dir, [sys.executable, "-c", TRAINER, str(go)], name="exp", device="0", max_attempts=2,
-           backoff_s=0.05, extra={"notify": {"command": f"cat >> {received}; echo >> {received}"}})
+           backoff_s=0.05, extra={"notify": {"command": f"cat > {received}/.n-$$ && mv {received}/.n-$$ {received}/n-$$.json"}})
 
     summary = wait_for(lambda: _summary(run_dir) if _summary(run_dir).get("samples", 0) >= 8 else None, 30)
     assert summary["gpus"] == [0] and summary["throttled_s"] > 0 and summary["throttled_now"]
