@@ -649,6 +649,9 @@ def drop_events_after(path: Path, epoch: int, step: int) -> int:
 def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
     """Entry point of the trainer process: set up, train, and report failures as events."""
     apply_logging(Path(run_dir))
+    from yolotui.engine.train.host_memory import keep_freed_memory
+
+    LOG.debug(keep_freed_memory())  # the trainer process reuses freed host memory (no page faults every step)
     trainer = Trainer(run_dir, overrides)
     trainer.requests.install()
     threads = os.environ.get("YOLOTUI_TORCH_THREADS")
