@@ -35,6 +35,7 @@ from yolotui.engine.data.augment import (
     xywhn_to_xyxy,
     xyxy_to_xywhn,
 )
+from yolotui.engine.data.diskcache import array_path, load_array, prepare_disk_cache
 from yolotui.errors import UserError
 
 _SAMPLE_STREAM = 0x5A3  # tells sample generators apart from the sampler's
@@ -170,9 +171,7 @@ class YoloDataset(Dataset):
 
     def cache_disk(self) -> None:
         """Write the decoded, resized images the disk cache lacks (`--cache disk`); later reads load them."""
-        from yolotui.engine.data import diskcache
-
-        self._disk_shapes = diskcache.prepare(self.paths, self.imgsz, self._linear_resize, self._read_resized,
+        self._disk_shapes = prepare_disk_cache(self.paths, self.imgsz, self._linear_resize, self._read_resized,
                                               workers=min(8, os.cpu_count() or 1))
 
     @property
@@ -185,11 +184,9 @@ class YoloDataset(Dataset):
         return (h0, w0) if ratio == 1 else (max(1, int(h0 * ratio)), max(1, int(w0 * ratio)))
 
     def _from_disk(self, index: int) -> tuple[np.ndarray, tuple[int, int]] | None:
-        from yolotui.engine.data import diskcache
-
         shape0 = self._disk_shapes[index]
-        path = diskcache.array_path(self.paths[index], self.imgsz, self._linear_resize)
-        im = diskcache.load_array(path, self._resized_shape(shape0))
+        path = array_path(self.paths[index], self.imgsz, self._linear_resize)
+        im = load_array(path, self._resized_shape(shape0))
         return None if im is None else (im, shape0)
 
     def _read_resized(self, index: int) -> tuple[np.ndarray, tuple[int, int]]:

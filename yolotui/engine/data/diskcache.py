@@ -93,7 +93,7 @@ def load_array(path: Path, shape_hw: tuple[int, int] | None = None) -> np.ndarra
     return im
 
 
-def prepare(paths: Sequence[str], imgsz: int, linear: bool,
+def prepare_disk_cache(paths: Sequence[str], imgsz: int, linear: bool,
             read_resized: Callable[[int], tuple[np.ndarray, tuple[int, int]]],
             workers: int = 4) -> list[tuple[int, int]]:
     """Make sure every image of `paths` has a fresh cached array; returns each image's original (h, w).
