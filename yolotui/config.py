@@ -52,6 +52,7 @@ TRAIN_DEFAULTS: dict[str, Any] = {
     "save_period_min": 10.0,
     "sync_bn": False,
     "precision": "auto",
+    "compile": False,
 }
 
 # Official opt.yaml keys yolotui does not act on, written with the values it behaves as.
@@ -243,6 +244,8 @@ def validate_options(opt: dict[str, Any], check_device: bool = True,
             raise UserError(f"{flag} {opt[key]}: must be at least 1")
     if int(opt["workers"]) < 0:
         raise UserError(f"--workers {opt['workers']}: cannot be negative")
+    if not isinstance(opt.get("compile", False), bool):
+        raise UserError(f"--compile {opt['compile']!r}: a flag (true or false), not a value")
     if opt.get("precision", "auto") not in PRECISIONS:
         raise UserError(f"--precision {opt['precision']}: choose one of {', '.join(PRECISIONS)}")
     if opt["optimizer"] not in OPTIMIZERS:

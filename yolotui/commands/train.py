@@ -46,12 +46,15 @@ TRAIN_FLAGS: list[tuple[tuple[str, ...], dict[str, Any]]] = [
     (("--save-period",), {"type": int, "help": "also save weights/epoch{N}.pt every N epochs"}),
     (("--seed",), {"type": int, "help": "global training seed"}),
     (("--optimizer",), {"choices": ["SGD", "Adam", "AdamW"], "help": "optimizer (default SGD)"}),
-    (("--cache",), {"nargs": "?", "const": "ram", "help": "cache images in ram"}),
+    (("--cache",), {"nargs": "?", "const": "ram", "help": "cache decoded images: ram (when given alone) or disk"}),
     (("--single-cls",), {"action": "store_true", "help": "train as a single class"}),
     (("--save-period-min",), {"type": float, "help": "minutes between mid-epoch last.pt saves (default 10)"}),
     (("--sync-bn",), {"action": "store_true", "help": "SyncBatchNorm across the GPUs of a multi-GPU (DDP) run"}),
     (("--precision",), {"choices": ["auto", "fp32"],
                         "help": "auto (default): fp16 AMP on CUDA, bf16 autocast on CPUs with native bf16; fp32: off"}),
+    (("--compile",), {"action": "store_true",
+                      "help": "torch.compile the model for training (CUDA: usually faster after a compile of a "
+                              "minute or two; off by default, little gain on a CPU)"}),
 ]
 
 # The help group of each training option (by its first flag).
@@ -62,7 +65,7 @@ FLAG_GROUPS: dict[str, str] = {
     "--flat-cos-lr": SCHEDULE, "--fixed-lr": SCHEDULE, "--label-smoothing": SCHEDULE, "--patience": SCHEDULE,
     "--seed": SCHEDULE, "--optimizer": SCHEDULE,
     "--device": HARDWARE, "--workers": HARDWARE, "--sync-bn": HARDWARE,
-    "--precision": HARDWARE,
+    "--precision": HARDWARE, "--compile": HARDWARE,
     "--project": RUN_CONTROL, "--name": RUN_CONTROL, "--exist-ok": RUN_CONTROL, "--save-period": RUN_CONTROL,
     "--save-period-min": RUN_CONTROL,
 }

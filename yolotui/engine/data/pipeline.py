@@ -62,13 +62,14 @@ def build_datasets(data: DataInfo, opt: dict[str, Any], hyp: dict[str, Any], bat
     from yolotui.engine.data.dataset import YoloDataset
     from yolotui.engine.data.loader import build_loader, default_workers
 
-    cache = opt.get("cache") if opt.get("cache") in ("ram",) else None
+    cache = opt.get("cache") if opt.get("cache") in ("ram", "disk") else None
     imgsz, seed = int(opt["imgsz"]), int(opt.get("seed", 0))
     train_set = YoloDataset(data.train, imgsz=imgsz, augment=True, hyp=hyp, seed=seed, cache=cache)
     val_set = YoloDataset(data.val, imgsz=imgsz, augment=False, hyp=hyp, seed=seed, cache=cache, rect=True,
                           batch_size=batch_size * 2, pad=0.5, shapes=data.val_shapes)
     workers = min(default_workers(int(opt.get("workers", 0))), 2)
-    val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=workers, shuffle=False, seed=seed)
+    val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=workers, shuffle=False, seed=seed,
+                              persistent=True)
     return train_set, shield_workers(val_loader)
 
 
@@ -80,15 +81,27 @@ def batches_per_epoch(train_set: Any, batch_size: int, world_size: int = 1) -> i
 def epoch_loader(train_set: Any, opt: dict[str, Any], batch_size: int, epoch: int, start_batch: int,
                  mosaic: bool, rank: int = 0, world_size: int = 1) -> Any:
     """The training batches of `epoch` from batch `start_batch` on; order and augmentation depend only on
-    (seed, epoch, index)."""
+    (seed, epoch, index).
+
+    One loader serves every epoch of a data set (kept on it), so its worker processes start once and keep their
+    recently decoded images; the sampler tells them each sample's epoch."""
     from yolotui.engine.data.loader import build_loader, default_workers, set_loader_epoch
 
     workers = default_workers(int(opt.get("workers", 0)), world_size)  # never more than the CPUs per rank
-    loader = build_loader(train_set, batch_size=batch_size, workers=workers, shuffle=True,
-                          seed=int(opt.get("seed", 0)), start_batch=start_batch, epoch=epoch, rank=rank,
-                          world_size=world_size)
+    key = (batch_size, workers, int(opt.get("seed", 0)), rank, world_size)
+    kept = getattr(train_set, "epoch_loader_cache", None)
+    if kept is not None and kept[0] == key:
+        loader = kept[1]
+        if start_batch:
+            loader.sampler.skip(start_batch * batch_size)
+    else:
+        loader = shield_workers(build_loader(train_set, batch_size=batch_size, workers=workers, shuffle=True,
+                                             seed=int(opt.get("seed", 0)), start_batch=start_batch, epoch=epoch,
+                                             rank=rank, world_size=world_size, persistent=True))
+        if hasattr(train_set, "epoch_loader_cache"):
+            train_set.epoch_loader_cache = (key, loader)
     set_loader_epoch(loader, epoch, mosaic)
-    return shield_workers(loader)
+    return loader
 
 
 def shield_workers(loader: Any) -> Any:

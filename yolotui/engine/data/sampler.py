@@ -11,13 +11,15 @@ from torch.utils.data import Sampler
 _ORDER_STREAM = 0x0D3  # tells the sampler's generator apart from the samples'
 
 
-class DeterministicSampler(Sampler[int]):
+class DeterministicSampler(Sampler):
     """Shuffled (or in-order) indices for one rank; every rank gets ceil(n / world_size) of them.
 
     Without drop_last the order is padded by wrapping around, so ranks stay in step (as
     DistributedSampler does); with drop_last the tail that does not divide is dropped.
     `skip(k)` leaves out this rank's first k samples of the next iteration only (resume mid-epoch);
-    `len()` stays the full per-rank count so batch numbering does not shift.
+    `len()` stays the full per-rank count so batch numbering does not shift. With `tag = (epoch, mosaic)` set,
+    indices come as `(epoch, mosaic, index)` tuples (YoloDataset reads those), so a sample's epoch travels with
+    it to whichever worker process loads it.
     """
 
     def __init__(self, n: int, seed: int = 0, shuffle: bool = True, rank: int = 0, world_size: int = 1,
@@ -32,6 +34,7 @@ class DeterministicSampler(Sampler[int]):
         self.drop_last = drop_last
         self.epoch = 0
         self._skip = 0
+        self.tag: tuple[int, bool] | None = None
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose order the next iteration yields (a pending skip is kept)."""
@@ -57,7 +60,11 @@ class DeterministicSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         skip, self._skip = self._skip, 0
-        return iter(self.order()[skip:].tolist())
+        order = self.order()[skip:].tolist()
+        if self.tag is None:
+            return iter(order)
+        epoch, mosaic = self.tag
+        return iter([(epoch, mosaic, i) for i in order])
 
     def __len__(self) -> int:
         if self.drop_last:

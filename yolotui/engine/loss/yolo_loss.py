@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from yolotui.engine.loss.assigner import TaskAlignedAssigner
+from yolotui.engine.loss.assigner import Candidates, TaskAlignedAssigner
 from yolotui.engine.loss.boxes import bbox2dist, bbox_ciou, dist2bbox, make_anchors, xywh2xyxy
 
 DEFAULT_GAINS = {"box": 7.5, "cls": 0.5, "dfl": 1.5}
@@ -57,6 +57,7 @@ class YoloLoss:
         self.aux_weight = float(aux_weight)
         self.assigner = TaskAlignedAssigner(topk=topk, num_classes=self.nc, alpha=alpha, beta=beta)
         self._bins: Tensor | None = None
+        self._anchor_cache: dict[tuple, tuple[Tensor, Tensor]] = {}
 
     # -- helpers -------------------------------------------------------------------------------------------
 
@@ -87,9 +88,9 @@ class YoloLoss:
         return padded[..., :1], boxes, mask
 
     def decode(self, anchor_points: Tensor, pred_dist: Tensor) -> Tensor:
-        """Distribution logits `[B, A, 4*reg_max]` to xyxy boxes in grid units (expected bin per side)."""
-        b, a, c = pred_dist.shape
-        distances = pred_dist.view(b, a, 4, c // 4).softmax(-1) @ self._bin_values(pred_dist.device)
+        """Distribution logits `[..., 4*reg_max]` to xyxy boxes in grid units (expected bin per side); the anchor
+        points `[..., 2]` broadcast against them (`[A, 2]` for `[B, A, 4*reg_max]`, or one row per row)."""
+        distances = pred_dist.unflatten(-1, (4, self.reg_max)).softmax(-1) @ self._bin_values(pred_dist.device)
         return dist2bbox(distances, anchor_points, xywh=False)
 
     def _dfl(self, pred_dist: Tensor, target: Tensor) -> Tensor:
@@ -103,21 +104,43 @@ class YoloLoss:
         loss_right = F.cross_entropy(logits, right.view(-1), reduction="none").view(left.shape)
         return (loss_left * weight_left + loss_right * weight_right).mean(-1, keepdim=True)
 
-    def _branch_loss(self, feats: list[Tensor], labels: Tensor, gt_boxes: Tensor, gt_mask: Tensor,
-                     anchor_points: Tensor, stride_tensor: Tensor) -> Tensor:
-        """Un-gained `[box, cls, dfl]` for one branch."""
-        batch = feats[0].shape[0]
-        channels = 4 * self.reg_max + self.nc
-        flat = torch.cat([f.float().reshape(batch, channels, -1) for f in feats], dim=2)
-        pred_dist, pred_logits = flat.split((4 * self.reg_max, self.nc), dim=1)
-        pred_dist = pred_dist.permute(0, 2, 1).contiguous()  # [B, A, 4*reg_max]
-        pred_logits = pred_logits.permute(0, 2, 1).contiguous()  # [B, A, nc]
-        pred_boxes = self.decode(anchor_points, pred_dist)  # grid units
+    def _anchors(self, feats: list[Tensor]) -> tuple[Tensor, Tensor]:
+        """(anchor points [A, 2] in grid units, strides [A, 1]) for these map sizes, cached per size."""
+        key = (tuple(tuple(f.shape[2:4]) for f in feats), feats[0].device)
+        if key not in self._anchor_cache:
+            if len(self._anchor_cache) > 8:  # multi-scale training: keep the cache small
+                self._anchor_cache.clear()
+            self._anchor_cache[key] = make_anchors([f[:1, :1].float() for f in feats], self.strides, 0.5)
+        return self._anchor_cache[key]
 
-        _, target_boxes, target_scores, fg_mask, _ = self.assigner(
-            pred_logits.detach().sigmoid(), pred_boxes.detach() * stride_tensor, anchor_points * stride_tensor,
-            labels, gt_boxes, gt_mask)
-        target_boxes = target_boxes / stride_tensor
+    def _flatten(self, feats: list[Tensor]) -> Tensor:
+        """Per-level maps `[B, C, H, W]` to one `[B, A, C]` float32 tensor, levels in order.
+
+        For channels_last maps (the training memory format) each level's `[B, H, W, C]` view is free, so the
+        concatenation is the only copy."""
+        batch, channels = feats[0].shape[:2]
+        flat = torch.cat([f.permute(0, 2, 3, 1).reshape(batch, -1, channels) for f in feats], 1)
+        return flat if flat.dtype == torch.float32 else flat.float()
+
+    def _branch_loss(self, feats: list[Tensor], cands: Candidates, anchor_points: Tensor,
+                     stride_tensor: Tensor) -> Tensor:
+        """Un-gained `[box, cls, dfl]` for one branch.
+
+        Predictions are decoded without gradient only at the anchors inside some box (all the assigner reads),
+        and with gradient only at the positive anchors (all the box and DFL terms read)."""
+        batch = feats[0].shape[0]
+        pred_dist, pred_logits = self._flatten(feats).split((4 * self.reg_max, self.nc), dim=-1)
+        num_anchors = pred_dist.shape[1]
+
+        with torch.no_grad():
+            boxes_px = pred_dist.new_zeros((batch, num_anchors, 4))
+            if cands.anchor_a.numel():
+                rows = pred_dist[cands.anchor_b, cands.anchor_a]
+                at = cands.anchor_a
+                boxes_px[cands.anchor_b, at] = self.decode(anchor_points[at], rows) * stride_tensor[at]
+            pair_scores = pred_logits[cands.pair_b, cands.pair_a, cands.pair_labels].sigmoid()
+            _, target_boxes, target_scores, fg_mask, _ = self.assigner.assign(
+                cands, pair_scores, boxes_px[cands.pair_b, cands.pair_a], pred_logits.dtype)
         score_sum = target_scores.sum().clamp(min=1.0)
 
         cls_targets = target_scores
@@ -131,12 +154,16 @@ class YoloLoss:
 
         zero = pred_logits.sum() * 0.0  # keeps the graph connected when there are no positives
         box_loss, dfl_loss = zero, zero
-        if fg_mask.any():
-            weight = target_scores.sum(-1)[fg_mask].unsqueeze(-1)  # [P, 1]
-            iou = bbox_ciou(pred_boxes[fg_mask], target_boxes[fg_mask])
+        fg_b, fg_a = fg_mask.nonzero(as_tuple=True)
+        if fg_a.numel():
+            weight = target_scores[fg_b, fg_a].sum(-1, keepdim=True)  # [P, 1]
+            points, strides = anchor_points[fg_a], stride_tensor[fg_a]
+            dist_logits = pred_dist[fg_b, fg_a]  # [P, 4*reg_max], with gradient
+            fg_targets = target_boxes[fg_b, fg_a] / strides  # grid units
+            iou = bbox_ciou(self.decode(points, dist_logits), fg_targets)
             box_loss = ((1.0 - iou) * weight).sum() / score_sum
-            target_dist = bbox2dist(anchor_points, target_boxes, self.reg_max - 1)[fg_mask]  # [P, 4]
-            dfl_loss = (self._dfl(pred_dist[fg_mask].view(-1, 4, self.reg_max), target_dist) * weight).sum()
+            target_dist = bbox2dist(points, fg_targets, self.reg_max - 1)  # [P, 4]
+            dfl_loss = (self._dfl(dist_logits.view(-1, 4, self.reg_max), target_dist) * weight).sum()
             dfl_loss = dfl_loss / score_sum
         return torch.stack((box_loss, cls_loss, dfl_loss))
 
@@ -149,14 +176,15 @@ class YoloLoss:
         device = feats[0].device
         batch, _, height, width = feats[0].shape
         image_wh = torch.tensor([width, height], dtype=torch.float32, device=device) * self.strides[0]
-        anchor_points, stride_tensor = make_anchors([f.float() for f in feats], self.strides, 0.5)
+        anchor_points, stride_tensor = self._anchors(feats)
         labels, gt_boxes, gt_mask = self.group_targets(targets, batch, image_wh)
+        # the assignable (box, anchor) pairs depend on the ground truth only: found once for every branch
+        cands = self.assigner.candidates(anchor_points * stride_tensor, labels, gt_boxes, gt_mask)
 
         total = torch.zeros(3, device=device)
         for index, branch_feats in enumerate(branches):
             weight = 1.0 if index == len(branches) - 1 else self.aux_weight
-            total = total + weight * self._branch_loss(branch_feats, labels, gt_boxes, gt_mask, anchor_points,
-                                                       stride_tensor)
+            total = total + weight * self._branch_loss(branch_feats, cands, anchor_points, stride_tensor)
         gains = torch.tensor([self.gains["box"], self.gains["cls"], self.gains["dfl"]], device=device)
         total = total * gains
         return total.sum() * batch, total.detach()

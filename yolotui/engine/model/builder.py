@@ -35,6 +35,7 @@ from yolotui.engine.model.conv import (
     default_activation,
     make_divisible,
 )
+from yolotui.engine.model.gradlayout import Upsample
 from yolotui.engine.model.heads import HEAD_TYPES, DDetect, DualDDetect
 from yolotui.engine.model.yolo import INPUT, YoloModel, empty_storage
 from yolotui.errors import UserError
@@ -42,7 +43,7 @@ from yolotui.errors import UserError
 MODULES: dict[str, type[nn.Module]] = {
     "Conv": Conv, "AConv": AConv, "ADown": ADown, "ELAN1": ELAN1, "RepConvN": RepConvN,
     "RepNBottleneck": RepNBottleneck, "RepNCSP": RepNCSP, "RepNCSPELAN4": RepNCSPELAN4, "SPPELAN": SPPELAN,
-    "Concat": Concat, "Silence": Silence, "CBLinear": CBLinear, "CBFuse": CBFuse, "Upsample": nn.Upsample,
+    "Concat": Concat, "Silence": Silence, "CBLinear": CBLinear, "CBFuse": CBFuse, "Upsample": Upsample,
     "DDetect": DDetect, "DualDDetect": DualDDetect,
 }
 # Modules whose input width comes from `from` and whose first arg is the (width-scaled) output width.

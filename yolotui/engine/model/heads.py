@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from yolotui.engine.loss.boxes import dist2bbox, make_anchors
 from yolotui.engine.model.conv import Conv, make_divisible
+from yolotui.engine.model.gradlayout import dense_grad
 
 REG_MAX = 16
 
@@ -99,7 +100,7 @@ class DDetect(_HeadBase):
 
     def forward_maps(self, x: list[Tensor]) -> list[Tensor]:
         """The raw maps `[B, 4*reg_max + nc, H, W]` per level, whatever the mode."""
-        return [torch.cat((self.cv2[i](x[i]), self.cv3[i](x[i])), 1) for i in range(self.nl)]
+        return [torch.cat((dense_grad(self.cv2[i](x[i])), dense_grad(self.cv3[i](x[i]))), 1) for i in range(self.nl)]
 
     def forward(self, x: list[Tensor]):
         maps = self.forward_maps(x)
@@ -135,8 +136,9 @@ class DualDDetect(_HeadBase):
     def forward_maps(self, x: list[Tensor]) -> list[list[Tensor]]:
         """`[aux_maps, main_maps]`, raw, whatever the mode."""
         nl = self.nl
-        aux = [torch.cat((self.cv2[i](x[i]), self.cv3[i](x[i])), 1) for i in range(nl)]
-        main = [torch.cat((self.cv4[i](x[nl + i]), self.cv5[i](x[nl + i])), 1) for i in range(nl)]
+        aux = [torch.cat((dense_grad(self.cv2[i](x[i])), dense_grad(self.cv3[i](x[i]))), 1) for i in range(nl)]
+        main = [torch.cat((dense_grad(self.cv4[i](x[nl + i])), dense_grad(self.cv5[i](x[nl + i]))), 1)
+                for i in range(nl)]
         return [aux, main]
 
     def forward(self, x: list[Tensor]):

@@ -28,6 +28,7 @@ from yolotui.engine.loss.yolo_loss import loss_for_model
 from yolotui.engine.trackers.hub import NO_TRACKERS, close_trackers, open_trackers
 from yolotui.engine.train import ddp
 from yolotui.engine.train.checkpointing import TrainerCheckpoints, drop_events_after
+from yolotui.engine.train.compiled import training_forward
 from yolotui.engine.train.ema import ModelEMA, unwrap
 from yolotui.engine.train.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
 from yolotui.engine.train.faults import FaultInjector
@@ -137,6 +138,7 @@ class Trainer(TrainerStartup, TrainerCheckpoints):
         self.amp_dtype = autocast_dtype(self.device, str(self.opt.get("precision") or "auto"))
         self.scaler = torch.amp.GradScaler("cuda", enabled=self.cuda and self.amp_dtype is torch.float16)
         self.loss_fn = loss_for_model(unwrap(self.model), self.hyp, float(self.opt.get("label_smoothing", 0.0)))
+        self.forward = training_forward(self.model, bool(self.opt.get("compile")), self.events.emit, self._log)
         self.train_set, self.val_loader = pipeline.build_datasets(data, self.opt, self.hyp, self.rank_batch)
         self.batches = pipeline.batches_per_epoch(self.train_set, self.rank_batch, self.dist.world_size)
         self.plan = make_plan(self.opt, self.hyp, self.epochs, self.batches)
@@ -171,13 +173,14 @@ class Trainer(TrainerStartup, TrainerCheckpoints):
                          imgs_per_s=round(imgs_per_s, 2), gpu_mem_gb=gpu_mem)
 
     def _train_step(self, batch: dict[str, Any], ni: int) -> torch.Tensor:
-        imgs = batch["img"].to(self.device, non_blocking=True).float() / 255
+        imgs = batch["img"].to(self.device, non_blocking=True)  # uint8, channels_last from the loader
+        imgs = imgs.float().div_(255) if imgs.dtype == torch.uint8 else imgs.float() / 255
         imgs = imgs.contiguous(memory_format=training_memory_format(self.device))
-        targets = batch["targets"].to(self.device)
+        targets = batch["targets"].to(self.device, non_blocking=True)
         self.faults.before_step()
         amp = self.amp_dtype
         with torch.autocast(device_type=self.device.type, dtype=amp, enabled=amp is not None):
-            preds = self.model(imgs)
+            preds = self.forward(imgs)  # the model, through torch.compile with --compile
             if amp is torch.float16:  # as the official trainer: the loss under AMP too
                 loss, items = self.loss_fn(preds, targets)
         if amp is not torch.float16:  # bf16 (CPU) or fp32: the loss and the assigner in float32
@@ -373,6 +376,9 @@ def _loss_dict(values: torch.Tensor) -> dict[str, float]:
 def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
     """Entry point of the trainer process: set up, train, and report failures as events."""
     apply_logging(Path(run_dir))
+    from yolotui.engine.train.host_memory import keep_freed_memory
+
+    LOG.debug(keep_freed_memory())  # the trainer process reuses freed host memory (no page faults every step)
     trainer = Trainer(run_dir, overrides)
     trainer.requests.install()
     threads = os.environ.get("YOLOTUI_TORCH_THREADS")
