@@ -1,4 +1,4 @@
-"""BatchNorm recalibration (yolotui/engine/train/bn_calibration.py): stale running statistics are replaced by exact ones."""
+"""BatchNorm recalibration (yolotui/engine/train/ema.py): stale running statistics are replaced by exact ones."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from yolotui.engine.train.bn_calibration import batch_norm_layers, recalibrate_bn
+from yolotui.engine.train.ema import batch_norm_layers, recalibrate_bn
 
 
 def _net() -> nn.Module:
@@ -94,7 +94,7 @@ def test_failed_pass_restores_the_old_statistics():
 def test_trainer_recalibrates_the_ema_model_before_each_validation(tmp_path, monkeypatch):
     from tests.trainkit import make_run
     from yolotui.engine.evaluate import validate as validation
-    from yolotui.engine.train import bn_calibration
+    from yolotui.engine.train import ema as bn_calibration
     from yolotui.engine.train.trainer import Trainer
 
     calls: list[tuple[int, int]] = []

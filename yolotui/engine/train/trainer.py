@@ -257,9 +257,9 @@ class Trainer(TrainerStartup, TrainerCheckpoints):
 
     def _calibrate_ema_bn(self, epoch: int) -> None:
         """Recompute the EMA model's BatchNorm statistics for its current weights on BN_CALIBRATION_IMAGES training
-        images of this epoch (pure function of seed and epoch); see engine/train/bn_calibration.py for why."""
+        images of this epoch (pure function of seed and epoch); see engine/train/ema.py for why."""
         from yolotui.engine.data.loader import build_loader
-        from yolotui.engine.train.bn_calibration import recalibrate_bn
+        from yolotui.engine.train.ema import recalibrate_bn
 
         batch = max(2, min(self.rank_batch, BN_CALIBRATION_IMAGES))
         loader = build_loader(self.train_set, batch_size=batch, workers=0, shuffle=True,
@@ -376,7 +376,7 @@ def _loss_dict(values: torch.Tensor) -> dict[str, float]:
 def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
     """Entry point of the trainer process: set up, train, and report failures as events."""
     apply_logging(Path(run_dir))
-    from yolotui.engine.train.host_memory import keep_freed_memory
+    from yolotui.engine.train.memory_format import keep_freed_memory
 
     LOG.debug(keep_freed_memory())  # the trainer process reuses freed host memory (no page faults every step)
     trainer = Trainer(run_dir, overrides)
