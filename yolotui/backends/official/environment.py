@@ -14,11 +14,10 @@ versions of Python, torch, numpy and Pillow. `official_env_issues` turns them in
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from yolotui.health.subprocess_json import last_json_object
+from yolotui.health.subprocess_json import run_for_json
 
 PROBE_TIMEOUT_S = 10.0
 
@@ -59,18 +58,7 @@ def version_tuple(text: str | None) -> tuple[int, ...]:
 
 def probe_interpreter(python: str, timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
     """The versions in the interpreter `python` ({"error": ...} when it cannot be run or timed out)."""
-    try:
-        proc = subprocess.run([python, "-c", PROBE], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, check=False)
-    except subprocess.TimeoutExpired:
-        return {"error": f"{python} did not answer within {timeout:g} s"}
-    except OSError as exc:
-        return {"error": f"cannot run {python}: {exc.strerror or exc}"}
-    data = last_json_object(proc.stdout)
-    if data is None:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"{python} failed the probe (exit {proc.returncode}): {tail}"}
-    return data
+    return run_for_json([python, "-c", PROBE], timeout)
 
 
 def official_env_issues(facts: dict[str, Any]) -> list[OfficialEnvIssue]:

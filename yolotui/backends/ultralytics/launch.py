@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -99,20 +98,9 @@ def refuse_own_resume(cmd: UltralyticsCommand) -> None:
 
 def _run_shim(python: str, args: list[str], timeout: float) -> dict[str, Any]:
     """Run the shim with `args` in `python`; its last JSON line, or {'error': ...}."""
-    from yolotui.health.subprocess_json import last_json_object
+    from yolotui.health.subprocess_json import run_for_json
 
-    try:
-        proc = subprocess.run([python, str(shim_path()), *args], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL, check=False)
-    except subprocess.TimeoutExpired:
-        return {"error": f"{python} did not answer within {timeout:g} s"}
-    except OSError as exc:
-        return {"error": f"cannot run {python}: {exc.strerror or exc}"}
-    data = last_json_object(proc.stdout)
-    if data is None:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"{python} failed (exit {proc.returncode}): {tail[:300]}"}
-    return data
+    return run_for_json([python, str(shim_path()), *args], timeout)
 
 
 def probe_interpreter(python: str) -> dict[str, Any]:
