@@ -82,11 +82,14 @@ def ultralytics_rate(data_yaml: Path, folder: Path, skip: int, batches: int, wor
                      threads: int) -> float | None:
     """Images/s of ultralytics' YOLOv9t training loop on the same data, or None when it is not importable."""
     try:
-        from ultralytics import YOLO
+        from ultralytics import YOLO, settings
     except ImportError:
         return None
     import torch
 
+    # its logging integrations (MLflow, TensorBoard, W&B ... when installed) would write into the working folder
+    settings.update({key: False for key in ("mlflow", "tensorboard", "wandb", "clearml", "comet", "dvc", "neptune",
+                                            "raytune", "hub") if key in settings})
     stamps: list[tuple[float, int]] = []
 
     def on_batch_end(trainer) -> None:
