@@ -43,8 +43,9 @@ SAME_HYP = {k: AUGMENT_DEFAULTS[k] for k in ("hsv_h", "hsv_s", "hsv_v", "degrees
 def _worker_pids(loader) -> list[int]:
     inner = getattr(loader, "dataset", None)
     if isinstance(loader, _YolotuiLoader):
-        kept = getattr(loader.dataset, "epoch_loader_cache", None)
-        inner = kept[1] if kept else None
+        from yolotui.engine.data import pipeline
+
+        inner = getattr(pipeline, "kept_epoch_loader", lambda _dataset: None)(loader.dataset)
     else:
         inner = loader
     iterator = getattr(inner, "_iterator", None) or getattr(inner, "iterator", None)
@@ -108,12 +109,11 @@ class _YolotuiLoader:
         return iter(epoch_loader(self.dataset, self.opt, self.batch, self.epoch, 0, mosaic=True))
 
     def close(self) -> None:
-        kept = getattr(self.dataset, "epoch_loader_cache", None)  # absent before persistent loaders
-        self.dataset.epoch_loader_cache = None
-        if kept is not None:
-            iterator = getattr(kept[1], "_iterator", None)
-            if iterator is not None and hasattr(iterator, "_shutdown_workers"):
-                iterator._shutdown_workers()
+        from yolotui.engine.data import pipeline
+
+        release = getattr(pipeline, "release_epoch_loader", None)  # absent before persistent loaders
+        if release is not None:
+            release(self.dataset)
 
 
 def _ultralytics_loader(data_yaml: Path, imgsz: int, batch: int, workers: int, cache: str | None):

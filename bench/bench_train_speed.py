@@ -45,9 +45,10 @@ def _rate(stamps: list[tuple[float, int]], skip: int) -> float:
 
 
 def yolotui_rate(data_yaml: Path, cfg: str, folder: Path, skip: int, batches: int, workers: int,
-                 precision: str = "auto") -> float:
+                 precision: str = "auto", compile_model: bool = False) -> float:
     """Images/s of the yolotui Trainer (full training step incl. data loading), stopped after the timed steps;
-    `precision` is its --precision (auto: bf16 autocast on CPUs with native bf16)."""
+    `precision` is its --precision (auto: bf16 autocast on CPUs with native bf16), `compile_model` its --compile
+    (the compile happens in the first, untimed, step)."""
     from yolotui.config import default_options, load_hyp, validate_options
     from yolotui.configs import resolve_hyp
     from yolotui.engine.train.trainer import Trainer
@@ -55,7 +56,8 @@ def yolotui_rate(data_yaml: Path, cfg: str, folder: Path, skip: int, batches: in
 
     opt, _ = validate_options(default_options(cfg=cfg, data=str(data_yaml), imgsz=IMG, batch_size=BATCH, epochs=1,
                                               device="cpu", workers=workers, project=str(folder), name=cfg,
-                                              close_mosaic=0, patience=0, precision=precision))
+                                              close_mosaic=0, patience=0, precision=precision,
+                                              compile=compile_model))
     run_dir = folder / cfg
     (run_dir / "weights").mkdir(parents=True, exist_ok=True)
     write_run_files(run_dir, opt, load_hyp(resolve_hyp(None)))
@@ -80,11 +82,14 @@ def ultralytics_rate(data_yaml: Path, folder: Path, skip: int, batches: int, wor
                      threads: int) -> float | None:
     """Images/s of ultralytics' YOLOv9t training loop on the same data, or None when it is not importable."""
     try:
-        from ultralytics import YOLO
+        from ultralytics import YOLO, settings
     except ImportError:
         return None
     import torch
 
+    # its logging integrations (MLflow, TensorBoard, W&B ... when installed) would write into the working folder
+    settings.update({key: False for key in ("mlflow", "tensorboard", "wandb", "clearml", "comet", "dvc", "neptune",
+                                            "raytune", "hub") if key in settings})
     stamps: list[tuple[float, int]] = []
 
     def on_batch_end(trainer) -> None:

@@ -26,7 +26,7 @@ then run this script with the project's python and `--ultralytics-site /tmp/ulve
 (the default when that folder exists), or with /tmp/ulvenv/bin/python directly.
 
 Usage: python bench/bench_vs_ultralytics.py [--cfg gelan-t yolov9-t] [--rounds 3] [--threads 2] [--imgsz 320]
-       [--batch 8] [--batches 24] [--skip 2] [--steps 6] [--parts loop step val]
+       [--batch 8] [--batches 24] [--skip 2] [--steps 6] [--parts loop step val] [--precision fp32] [--compile]
 """
 
 from __future__ import annotations
@@ -74,15 +74,18 @@ def _time_steps(step, steps: int, images: int) -> float:
     return steps * images / (time.perf_counter() - start)
 
 
-def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int, precision: str = "auto") -> float:
+def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int, precision: str = "auto",
+                      compile_model: bool = False) -> float:
     """Images/s of forward + loss + backward + SGD step of a yolotui model, prepared as the trainer does
-    (memory format, and the autocast dtype `--precision` gives on this CPU)."""
+    (memory format, the autocast dtype `--precision` gives on this CPU, torch.compile with `--compile`: compiled
+    in the untimed warm-up steps, its compile time printed)."""
     import torch
 
     from yolotui.config import load_hyp
     from yolotui.configs import resolve_hyp
     from yolotui.engine.loss.yolo_loss import loss_for_model
     from yolotui.engine.model import build_model
+    from yolotui.engine.train.compiled import training_forward
     from yolotui.engine.train.memory_format import prepare_for_training, training_memory_format
     from yolotui.engine.train.optim import build_optimizer
     from yolotui.engine.train.precision import autocast_dtype, to_float32
@@ -97,10 +100,12 @@ def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int, precision: str
     targets = batch["targets"]
 
     amp = autocast_dtype(device, precision)
+    forward = training_forward(model, compile_model, emit=lambda kind_, **fields: print(
+        f"      {cfg}: {kind_} {fields.get('seconds', fields.get('message', ''))}", flush=True))
 
     def step() -> None:
         with torch.autocast(device_type="cpu", dtype=amp, enabled=amp is not None):
-            preds = model(imgs)
+            preds = forward(imgs)
         loss, _ = loss_fn(to_float32(preds), targets)
         loss.backward()
         optimizer.step()
@@ -199,6 +204,8 @@ def main() -> int:
     parser.add_argument("--precision", choices=("auto", "fp32"), default="auto",
                         help="yolotui's --precision (auto: bf16 autocast on CPUs with native bf16; ultralytics "
                              "trains in fp32 on the CPU either way)")
+    parser.add_argument("--compile", action="store_true",
+                        help="yolotui's --compile (torch.compile; compile time excluded from the timed steps)")
     parser.add_argument("--parts", nargs="+", choices=("loop", "step", "val"), default=["loop", "step", "val"])
     parser.add_argument("--ultralytics-site", default=os.environ.get("ULTRALYTICS_SITE", DEFAULT_SITE),
                         help=f"site-packages holding ultralytics (default {DEFAULT_SITE} when it exists)")
@@ -235,14 +242,15 @@ def main() -> int:
             record("step", "ultralytics", ultralytics_step_rate(batch, nc, args.steps))
             for cfg in args.cfg:
                 torch.set_num_threads(args.threads)
-                record("step", cfg, yolotui_step_rate(cfg, batch, nc, args.steps, args.precision))
+                record("step", cfg, yolotui_step_rate(cfg, batch, nc, args.steps, args.precision, args.compile))
         if "loop" in args.parts:
             record("loop", "ultralytics", loop_bench.ultralytics_rate(data_yaml, folder / f"u{r}", args.skip,
                                                                      args.batches, args.workers, args.threads))
             for cfg in args.cfg:
                 torch.set_num_threads(args.threads)
                 record("loop", cfg, loop_bench.yolotui_rate(data_yaml, cfg, folder / f"y{r}", args.skip,
-                                                            args.batches, args.workers, args.precision))
+                                                            args.batches, args.workers, args.precision,
+                                                            args.compile))
         if "val" in args.parts:
             torch.set_num_threads(args.threads)
             record("val", "ultralytics", ultralytics_val_rate(data_yaml, args.imgsz, args.batch, folder / f"uv{r}"))
@@ -255,7 +263,8 @@ def main() -> int:
     precision_word = describe(autocast_dtype(torch.device("cpu"), args.precision))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\nyolotui vs ultralytics YOLOv9t, CPU, {args.imgsz} px, batch {args.batch}, {args.threads} threads, "
-          f"{args.workers} loop workers, yolotui --precision {args.precision} ({precision_word}), {args.rounds} round(s); load average now {load:.2f} on {os.cpu_count()} "
+          f"{args.workers} loop workers, yolotui --precision {args.precision} ({precision_word})"
+          f"{' --compile' if args.compile else ''}, {args.rounds} round(s); load average now {load:.2f} on {os.cpu_count()} "
           "CPUs (quote only quiet-machine runs):")
     for part in ("loop", "step", "val"):
         if part not in args.parts:

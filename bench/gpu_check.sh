@@ -4,9 +4,14 @@
 # 1. AMP: a few training steps of gelan-t under autocast + GradScaler, loss finite, and img/s fp32 vs AMP;
 # 2. channels_last: eval outputs agree with the contiguous model, and step img/s of each format;
 # 3. cudnn.benchmark: step img/s with it off and on;
+# 3b. --compile: step img/s of gelan-t and yolov9-t under AMP, eager vs torch.compile (yolotui's TrainingForward:
+#     trial step, then compiled), the compile time, and the first compiled loss against the eager one;
+# 3c. the training loader feeding the GPU: bench/bench_loader.py --device cuda (side by side with ultralytics'
+#     loader when ultralytics is importable; skipped otherwise);
 # 4. DDP: when 2+ GPUs are present, a 1-epoch `yolotui train --device 0,1` on demo data must finish;
 # 5. NVML: yolotui's GPU telemetry readings next to nvidia-smi's (memory, utilisation, power, temperature).
-# Exits non-zero on the first failed check. Knobs: PYTHON (default python), IMGSZ (320), BATCH (16), STEPS (10).
+# Exits non-zero on the first failed check. Knobs: PYTHON (default python), IMGSZ (320), BATCH (16), STEPS (10),
+# COMPILE_CFGS ("gelan-t yolov9-t"; empty skips 3b), LOADER_WORKERS (8).
 set -euo pipefail
 PYTHON=${PYTHON:-python}
 IMGSZ=${IMGSZ:-320}
@@ -79,6 +84,70 @@ print(f"channels_last eval outputs agree (max relative difference {err:.1e}): OK
 off = rate(True, True, False)[0]
 print(f"cudnn.benchmark: off {off:.1f} img/s, on {amp:.1f} img/s ({amp / off:.2f}x)")
 PY
+
+if [ -n "${COMPILE_CFGS-gelan-t yolov9-t}" ]; then
+echo "== 3b: --compile (${COMPILE_CFGS-gelan-t yolov9-t}, AMP, ${IMGSZ} px, batch ${BATCH}, ${STEPS} timed steps)"
+IMGSZ=$IMGSZ BATCH=$BATCH STEPS=$STEPS COMPILE_CFGS="${COMPILE_CFGS-gelan-t yolov9-t}" "$PYTHON" - <<'PY'
+import os, time
+import torch
+from yolotui.config import load_hyp
+from yolotui.configs import resolve_hyp
+from yolotui.engine.loss.yolo_loss import loss_for_model
+from yolotui.engine.model import build_model
+from yolotui.engine.train.compiled import training_forward
+from yolotui.engine.train.memory_format import prepare_for_training
+
+dev = torch.device("cuda:0")
+torch.backends.cudnn.benchmark = True
+imgsz, batch, steps = int(os.environ["IMGSZ"]), int(os.environ["BATCH"]), int(os.environ["STEPS"])
+hyp = load_hyp(resolve_hyp(None))
+g = torch.Generator().manual_seed(0)
+imgs = torch.rand(batch, 3, imgsz, imgsz, generator=g).to(dev).contiguous(memory_format=torch.channels_last)
+targets = torch.cat([torch.tensor([[i, i % 5, 0.5, 0.5, 0.3, 0.4], [i, (i + 1) % 5, 0.25, 0.3, 0.2, 0.2]])
+                     for i in range(batch)]).to(dev)
+
+def run(cfg: str, compiled: bool):
+    torch.manual_seed(0)
+    model = prepare_for_training(build_model(cfg, nc=5), dev).train()
+    loss_fn = loss_for_model(model, hyp, 0.0)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True)
+    scaler = torch.amp.GradScaler("cuda")
+    events = []
+    forward = training_forward(model, compiled, emit=lambda type_, **f: events.append((type_, f)))
+    def step():
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss, _ = loss_fn(forward(imgs), targets)
+        scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); opt.zero_grad(set_to_none=True)
+        return loss
+    first = float(step().detach())  # the compiled side compiles here (trial step), excluded from the rate
+    for _ in range(2):
+        step()
+    torch.cuda.synchronize(); start = time.perf_counter()
+    for _ in range(steps):
+        loss = step()
+    torch.cuda.synchronize()
+    assert torch.isfinite(loss), f"{cfg}: loss not finite (compiled={compiled})"
+    if compiled:
+        assert forward.state == "on", f"{cfg}: torch.compile fell back to eager: {events}"
+    return steps * batch / (time.perf_counter() - start), first, forward.seconds
+
+for cfg in os.environ["COMPILE_CFGS"].split():
+    eager, eager_first, _ = run(cfg, False)
+    fast, fast_first, seconds = run(cfg, True)
+    rel = abs(fast_first - eager_first) / max(abs(eager_first), 1e-6)
+    assert rel < 0.05, f"{cfg}: first compiled loss {fast_first:.4f} vs eager {eager_first:.4f}"
+    print(f"--compile {cfg}: eager {eager:.1f} img/s, compiled {fast:.1f} img/s ({fast / eager:.2f}x), "
+          f"compile {seconds:.1f} s, first loss {fast_first:.4f} vs eager {eager_first:.4f}: OK")
+PY
+fi
+
+echo "== 3c: training loader to the GPU (640 px, batch 16, ${LOADER_WORKERS:-8} workers)"
+if "$PYTHON" -c "import ultralytics" 2>/dev/null; then
+  "$PYTHON" bench/bench_loader.py --device cuda --workers "${LOADER_WORKERS:-8}" --images 320 --rounds 1 \
+    || { echo "gpu_check: the loader bench failed" >&2; exit 1; }
+else
+  echo "3c skipped: ultralytics is not importable (see bench/bench_vs_ultralytics.py for a side venv)"
+fi
 
 if [ "$NGPU" -ge 2 ]; then
   echo "== 4: DDP on 2 GPUs (yolotui train --device 0,1, 1 epoch of demo data)"

@@ -135,3 +135,18 @@ def test_compile_option_must_be_a_flag(tmp_path):
 
     with pytest.raises(UserError, match="--compile"):
         validate_options(default_options(cfg="gelan-t", data=str(make_data(tmp_path)), compile="yes"))
+
+
+def test_train_flag_reaches_opt_yaml_and_the_attach_line_shows_the_compile_time():
+    import argparse
+
+    from yolotui.commands._progress import describe
+    from yolotui.commands.train import add_training_flags, given_options
+    from yolotui.config import TRAIN_DEFAULTS, opt_yaml_dict
+
+    parser = argparse.ArgumentParser()
+    add_training_flags(parser)
+    assert given_options(parser.parse_args(["--compile"])) == {"compile": True}
+    assert "compile" not in given_options(parser.parse_args([]))
+    assert TRAIN_DEFAULTS["compile"] is False and opt_yaml_dict({"compile": True})["compile"] is True
+    assert describe({"type": "compile", "seconds": 41.23}) == "model compiled (torch.compile) in 41.2s"

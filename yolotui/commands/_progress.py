@@ -60,6 +60,8 @@ def describe(event: dict[str, Any]) -> str | None:
         return line
     if kind in ("warning", "error"):
         return f"{kind}: [{event.get('kind')}] {event.get('message')}"
+    if kind == "compile":
+        return f"model compiled (torch.compile) in {float(event.get('seconds') or 0):.1f}s"
     if kind == "stop":
         return f"stopped ({event.get('reason')}); resume with: yolotui resume"
     if kind == "done":

@@ -137,7 +137,6 @@ class YoloDataset(Dataset):
         self._disk_shapes: list[tuple[int, int]] | None = None
         self._recent: OrderedDict[int, tuple[np.ndarray, tuple[int, int]]] = OrderedDict()
         self._recent_max = RECENT_IMAGES_BYTES // (3 * self.imgsz * self.imgsz) if self.augment else 0
-        self.epoch_loader_cache: tuple | None = None  # (key, loader) of yolotui.engine.data.pipeline.epoch_loader
         if cache == "ram":
             self.cache_ram()
         elif cache == "disk":
@@ -155,8 +154,7 @@ class YoloDataset(Dataset):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["epoch_loader_cache"] = None  # a loader never travels with its data set into a worker
-        state["_recent"] = OrderedDict()
+        state["_recent"] = OrderedDict()  # a pickled copy (spawned worker) starts with an empty buffer
         return state
 
     def set_epoch(self, epoch: int, mosaic: bool = True) -> None:

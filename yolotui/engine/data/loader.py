@@ -21,10 +21,11 @@ def collate_batch(samples: list[tuple]) -> dict[str, Any]:
     in a worker process, written straight into shared memory (no extra copy to hand the batch over).
     """
     imgs, labels, paths, shapes, ratio_pads, indices = zip(*samples)
-    targets = [torch.cat((torch.full((len(lb), 1), float(i)), lb), 1) for i, lb in enumerate(labels)]
+    counts = torch.tensor([len(lb) for lb in labels])
+    image_index = torch.repeat_interleave(torch.arange(len(labels), dtype=torch.float32), counts).unsqueeze(1)
     return {
         "img": stack_channels_last(imgs),
-        "targets": torch.cat(targets, 0) if targets else torch.zeros((0, 6)),
+        "targets": torch.cat((image_index, torch.cat(labels, 0).reshape(-1, 5)), 1),
         "paths": list(paths),
         "ori_shapes": list(shapes),
         "ratio_pad": list(ratio_pads),
@@ -49,8 +50,7 @@ def stack_channels_last(imgs: tuple[torch.Tensor, ...] | list[torch.Tensor]) -> 
             out = None
     if out is None:
         out = torch.empty(shape, dtype=first.dtype)
-    for i, im in enumerate(imgs):
-        out[i].copy_(im.permute(1, 2, 0))  # a sample's HWC memory: a straight copy
+    torch.stack([im.permute(1, 2, 0) for im in imgs], 0, out=out)  # each sample's HWC memory, copied once
     return out.permute(0, 3, 1, 2)
 
 

@@ -6,6 +6,7 @@ loader's worker processes ignore the stop/save signals the trainer handles itsel
 
 from __future__ import annotations
 
+import atexit
 import functools
 import math
 import signal
@@ -70,7 +71,7 @@ def build_datasets(data: DataInfo, opt: dict[str, Any], hyp: dict[str, Any], bat
     workers = min(default_workers(int(opt.get("workers", 0))), 2)
     val_loader = build_loader(val_set, batch_size=batch_size * 2, workers=workers, shuffle=False, seed=seed,
                               persistent=True)
-    return train_set, shield_workers(val_loader)
+    return train_set, keep_workers(shield_workers(val_loader))
 
 
 def batches_per_epoch(train_set: Any, batch_size: int, world_size: int = 1) -> int:
@@ -83,25 +84,77 @@ def epoch_loader(train_set: Any, opt: dict[str, Any], batch_size: int, epoch: in
     """The training batches of `epoch` from batch `start_batch` on; order and augmentation depend only on
     (seed, epoch, index).
 
-    One loader serves every epoch of a data set (kept on it), so its worker processes start once and keep their
-    recently decoded images; the sampler tells them each sample's epoch."""
+    With worker processes, one loader serves every epoch of a data set (kept here until the process ends or
+    `release_epoch_loader`), so its workers start once and keep their recently decoded images; the sampler tells
+    them each sample's epoch."""
     from yolotui.engine.data.loader import build_loader, default_workers, set_loader_epoch
 
     workers = default_workers(int(opt.get("workers", 0)), world_size)  # never more than the CPUs per rank
     key = (batch_size, workers, int(opt.get("seed", 0)), rank, world_size)
-    kept = getattr(train_set, "epoch_loader_cache", None)
-    if kept is not None and kept[0] == key:
-        loader = kept[1]
+    kept = _EPOCH_LOADERS.get(id(train_set))
+    if kept is not None and kept[0] is train_set and kept[1] == key:
+        loader = kept[2]
         if start_batch:
             loader.sampler.skip(start_batch * batch_size)
     else:
-        loader = shield_workers(build_loader(train_set, batch_size=batch_size, workers=workers, shuffle=True,
-                                             seed=int(opt.get("seed", 0)), start_batch=start_batch, epoch=epoch,
-                                             rank=rank, world_size=world_size, persistent=True))
-        if hasattr(train_set, "epoch_loader_cache"):
-            train_set.epoch_loader_cache = (key, loader)
+        if kept is not None:  # another batch size or worker count: the old workers are of no more use
+            release_epoch_loader(kept[0])
+        loader = shield_workers(build_loader(
+            train_set, batch_size=batch_size, workers=workers, shuffle=True, seed=int(opt.get("seed", 0)),
+            start_batch=start_batch, epoch=epoch, rank=rank, world_size=world_size, persistent=True))
+        if workers:
+            _EPOCH_LOADERS[id(train_set)] = (train_set, key, keep_workers(loader))
     set_loader_epoch(loader, epoch, mosaic)
     return loader
+
+
+def kept_epoch_loader(train_set: Any) -> Any:
+    """The training loader kept for `train_set` (with persistent workers), or None."""
+    kept = _EPOCH_LOADERS.get(id(train_set))
+    return kept[2] if kept is not None and kept[0] is train_set else None
+
+
+def release_epoch_loader(train_set: Any) -> None:
+    """Stop the worker processes of `train_set`'s kept training loader and forget it (a no-op without one)."""
+    kept = _EPOCH_LOADERS.pop(id(train_set), None)
+    if kept is not None:
+        _stop_workers(kept[2])
+        _PERSISTENT.discard(kept[2])
+
+
+# Loaders with persistent workers, held (strongly) until the process ends: one becoming garbage in a reference
+# cycle would have its queues finalised before it could tell its workers to stop, leaving them behind.
+_EPOCH_LOADERS: dict[int, tuple[Any, tuple, Any]] = {}
+_PERSISTENT: set = set()
+
+
+def keep_workers(loader: Any) -> Any:
+    """Register a loader with persistent workers to be shut down cleanly when the process exits.
+
+    Its workers ignore SIGTERM (shield_workers), so multiprocessing's own exit handler, which terminates daemon
+    children with SIGTERM and then joins them, would wait for them forever; this handler, registered later and so
+    run first, hands each worker its end-of-work marker instead."""
+    if getattr(loader, "num_workers", 0):
+        if not _PERSISTENT:
+            atexit.register(shutdown_workers)
+        _PERSISTENT.add(loader)
+    return loader
+
+
+def shutdown_workers() -> None:
+    """Stop the worker processes of every loader registered with keep_workers (idempotent)."""
+    for loader in list(_PERSISTENT):
+        _stop_workers(loader)
+
+
+def _stop_workers(loader: Any) -> None:
+    iterator = getattr(loader, "_iterator", None)
+    stop = getattr(iterator, "_shutdown_workers", None)
+    if callable(stop):
+        try:
+            stop()
+        except Exception:  # noqa: BLE001 - best effort; the workers also exit when their parent is gone
+            pass
 
 
 def shield_workers(loader: Any) -> Any:
