@@ -10,7 +10,7 @@ from pathlib import Path
 SCRIPT = """
 import resource, sys
 import numpy as np
-from yolotui.engine.train.host_memory import keep_freed_memory
+from yolotui.engine.train.memory_format import keep_freed_memory
 print(keep_freed_memory())
 def faults():
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
