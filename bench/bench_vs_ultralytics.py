@@ -27,6 +27,7 @@ then run this script with the project's python and `--ultralytics-site /tmp/ulve
 
 Usage: python bench/bench_vs_ultralytics.py [--cfg gelan-t yolov9-t] [--rounds 3] [--threads 2] [--imgsz 320]
        [--batch 8] [--batches 24] [--skip 2] [--steps 6] [--parts loop step val] [--precision fp32] [--compile]
+       [--host-memory keep|release]
 """
 
 from __future__ import annotations
@@ -114,8 +115,14 @@ def yolotui_step_rate(cfg: str, batch: dict, nc: int, steps: int, precision: str
     return _time_steps(step, steps, imgs.shape[0])
 
 
-def ultralytics_step_rate(batch: dict, nc: int, steps: int) -> float:
-    """Images/s of the same step for ultralytics' YOLOv9t (its DetectionModel and v8 detection loss)."""
+def ultralytics_step_rate(batch: dict, nc: int, steps: int, channels_last: bool = False) -> float:
+    """Images/s of the same step for ultralytics' YOLOv9t (its DetectionModel and v8 detection loss).
+
+    The images reach it as its own trainer hands them over: contiguous NCHW (ultralytics' Format transform makes
+    each image a contiguous CHW array; its collate stacks them; `preprocess_batch` keeps that layout), so its model
+    runs NCHW. yolotui's loader collates channels_last, and a channels_last input would carry that layout through
+    ultralytics' whole model: `channels_last=True` measures ultralytics so, with yolotui's layout choice lent to it.
+    """
     import torch
     from ultralytics.cfg import get_cfg
     from ultralytics.nn.tasks import DetectionModel
@@ -123,10 +130,12 @@ def ultralytics_step_rate(batch: dict, nc: int, steps: int) -> float:
     torch.manual_seed(0)
     model = DetectionModel("yolov9t.yaml", nc=nc, verbose=False).train()
     model.args = get_cfg()
+    layout = torch.channels_last if channels_last else torch.contiguous_format
+    model = model.to(memory_format=layout)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True)
     targets = batch["targets"]
-    ubatch = {"img": batch["img"].float() / 255, "batch_idx": targets[:, 0], "cls": targets[:, 1:2],
-              "bboxes": targets[:, 2:6]}
+    ubatch = {"img": (batch["img"].float() / 255).contiguous(memory_format=layout), "batch_idx": targets[:, 0],
+              "cls": targets[:, 1:2], "bboxes": targets[:, 2:6]}
 
     def step() -> None:
         loss, _ = model.loss(ubatch)
@@ -207,6 +216,13 @@ def main() -> int:
     parser.add_argument("--compile", action="store_true",
                         help="yolotui's --compile (torch.compile; compile time excluded from the timed steps)")
     parser.add_argument("--parts", nargs="+", choices=("loop", "step", "val"), default=["loop", "step", "val"])
+    parser.add_argument("--ultralytics-channels-last", action="store_true",
+                        help="model step: hand ultralytics its images and model channels_last, as yolotui trains "
+                             "(its own trainer runs NCHW; this measures it with yolotui's layout lent to it)")
+    parser.add_argument("--host-memory", choices=("keep", "release"), default="keep",
+                        help="keep: this process reuses freed host memory, as every yolotui trainer process does "
+                             "(yolotui.engine.train.memory_format.keep_freed_memory; it applies to both sides, and "
+                             "ultralytics' step rate is the same either way); release: the C library's defaults")
     parser.add_argument("--ultralytics-site", default=os.environ.get("ULTRALYTICS_SITE", DEFAULT_SITE),
                         help=f"site-packages holding ultralytics (default {DEFAULT_SITE} when it exists)")
     args = parser.parse_args()
@@ -224,6 +240,12 @@ def main() -> int:
     import bench_train_speed as loop_bench
     import torch
 
+    from yolotui.engine.train.memory_format import keep_freed_memory
+
+    if args.host_memory == "release":
+        os.environ["YOLOTUI_HOST_MEMORY"] = "release"
+    host_memory = keep_freed_memory()
+
     from yolotui.datasets import make_demo_dataset
 
     loop_bench.IMG, loop_bench.BATCH = args.imgsz, args.batch
@@ -239,7 +261,7 @@ def main() -> int:
     for r in range(args.rounds):
         print(f"round {r + 1}/{args.rounds}", flush=True)
         if "step" in args.parts:
-            record("step", "ultralytics", ultralytics_step_rate(batch, nc, args.steps))
+            record("step", "ultralytics", ultralytics_step_rate(batch, nc, args.steps, args.ultralytics_channels_last))
             for cfg in args.cfg:
                 torch.set_num_threads(args.threads)
                 record("step", cfg, yolotui_step_rate(cfg, batch, nc, args.steps, args.precision, args.compile))
@@ -264,7 +286,8 @@ def main() -> int:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\nyolotui vs ultralytics YOLOv9t, CPU, {args.imgsz} px, batch {args.batch}, {args.threads} threads, "
           f"{args.workers} loop workers, yolotui --precision {args.precision} ({precision_word})"
-          f"{' --compile' if args.compile else ''}, {args.rounds} round(s); load average now {load:.2f} on {os.cpu_count()} "
+          f"{' --compile' if args.compile else ''}, {host_memory}, ultralytics step "
+          f"{'channels_last (lent)' if args.ultralytics_channels_last else 'NCHW (as its trainer)'}, {args.rounds} round(s); load average now {load:.2f} on {os.cpu_count()} "
           "CPUs (quote only quiet-machine runs):")
     for part in ("loop", "step", "val"):
         if part not in args.parts:
