@@ -189,11 +189,12 @@ def _count_val_images(data_yaml: Path) -> int:
 
 # ---------------------------------------------------------------- main
 
-def _ratio_line(name: str, ours: list[float], theirs: list[float]) -> str:
+def _ratio_line(name: str, ours: list[float], theirs: list[float],
+                names: tuple[str, str] = ("yolotui", "ultralytics")) -> str:
     ratios = [a / b for a, b in zip(ours, theirs) if b]
     per_round = ", ".join(f"{r:.2f}" for r in ratios)
     median = statistics.median(ratios) if ratios else float("nan")
-    return (f"  {name}: yolotui {statistics.median(ours):.2f} img/s, ultralytics {statistics.median(theirs):.2f} "
+    return (f"  {name}: {names[0]} {statistics.median(ours):.2f} img/s, {names[1]} {statistics.median(theirs):.2f} "
             f"img/s; ratio median {median:.2f}x (rounds: {per_round})")
 
 
@@ -214,7 +215,8 @@ def main() -> int:
                         help="yolotui's --precision (auto: bf16 autocast on CPUs with native bf16; ultralytics "
                              "trains in fp32 on the CPU either way)")
     parser.add_argument("--compile", action="store_true",
-                        help="yolotui's --compile (torch.compile; compile time excluded from the timed steps)")
+                        help="yolotui's --compile (torch.compile; compile time excluded from the timed steps); the "
+                             "model step is then also measured uncompiled, for the compile gain")
     parser.add_argument("--parts", nargs="+", choices=("loop", "step", "val"), default=["loop", "step", "val"])
     parser.add_argument("--ultralytics-channels-last", action="store_true",
                         help="model step: hand ultralytics its images and model channels_last, as yolotui trains "
@@ -265,6 +267,9 @@ def main() -> int:
             for cfg in args.cfg:
                 torch.set_num_threads(args.threads)
                 record("step", cfg, yolotui_step_rate(cfg, batch, nc, args.steps, args.precision, args.compile))
+                if args.compile:  # the same model uncompiled, for the compile gain in this process
+                    torch.set_num_threads(args.threads)
+                    record("step", f"{cfg} eager", yolotui_step_rate(cfg, batch, nc, args.steps, args.precision))
         if "loop" in args.parts:
             record("loop", "ultralytics", loop_bench.ultralytics_rate(data_yaml, folder / f"u{r}", args.skip,
                                                                      args.batches, args.workers, args.threads))
@@ -294,6 +299,10 @@ def main() -> int:
             continue
         for cfg in args.cfg:
             print(_ratio_line(f"{part} {cfg}", results[(part, cfg)], results[(part, "ultralytics")]))
+    if args.compile and "step" in args.parts:
+        for cfg in args.cfg:
+            print(_ratio_line(f"compile gain {cfg}", results[("step", cfg)], results[("step", f"{cfg} eager")],
+                              names=("compiled", "eager")))
     return 0
 
 
