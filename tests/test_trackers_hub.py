@@ -124,3 +124,22 @@ def test_only_every_nth_batch_reaches_a_tracker_that_wants_batches(tmp_path):
     for iteration in range(10):
         hub.batch(iteration, torch.ones(3) * (iteration + 1), iteration + 1, 0.01)
     assert tracker.batches == [2, 5, 8]
+
+
+def test_default_tensorboard_without_its_package_is_left_out_quietly_and_an_asked_one_is_not(tmp_path, monkeypatch):
+    from yolotui.runs import trackers as tracker_settings
+
+    monkeypatch.setattr(tracker_settings, "installed", lambda name: False)
+    default = settings_from_entry(None)  # run.yaml names no trackers: TensorBoard on by default only
+    assert default.tensorboard_skipped() and default.enabled() == []
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_run_yaml(run_dir, {})
+    assert summary_lines(run_dir) == []  # `status` names no failing tracker
+    with_mlflow = settings_from_entry({"mlflow": {"uri": None}})
+    assert with_mlflow.enabled() == ["mlflow"]
+    asked = settings_from_entry({"tensorboard": True})  # asked for in run.yaml: kept, so its absence is reported
+    assert not asked.tensorboard_skipped() and asked.enabled() == ["tensorboard"]
+    monkeypatch.setattr(tracker_settings, "installed", lambda name: True)
+    assert settings_from_entry(None).enabled() == ["tensorboard"]
+    assert settings_from_entry({"tensorboard": False}).enabled() == []

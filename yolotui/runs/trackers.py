@@ -56,17 +56,26 @@ def installed(tracker: str) -> bool:
 
 @dataclass
 class TrackerSettings:
-    """What run.yaml's `trackers` entry asks for (defaults: TensorBoard only)."""
+    """What run.yaml's `trackers` entry asks for (defaults: TensorBoard only).
+
+    `tensorboard_asked` is False when TensorBoard is on only by default (run.yaml names no `tensorboard`): it is
+    then used where its package is installed and left out, without a warning, where it is not (a plain
+    `pip install .` has no tensorboard; the demo should not open on a failing tracker)."""
 
     tensorboard: bool = True
     batch_every: int = DEFAULT_BATCH_EVERY
     mlflow: dict[str, Any] | None = None  # {uri: str|None, experiment: str}
     wandb: dict[str, Any] | None = None  # {project: str, entity: str|None, mode: str|None}
+    tensorboard_asked: bool = False
 
     def enabled(self) -> list[str]:
         """The trackers this run uses, in the order they are opened."""
-        return [name for name, on in (("tensorboard", self.tensorboard), ("mlflow", self.mlflow is not None),
-                                      ("wandb", self.wandb is not None)) if on]
+        return [name for name, on in (("tensorboard", self.tensorboard and not self.tensorboard_skipped()),
+                                      ("mlflow", self.mlflow is not None), ("wandb", self.wandb is not None)) if on]
+
+    def tensorboard_skipped(self) -> bool:
+        """TensorBoard on by default only, and its package not installed here."""
+        return self.tensorboard and not self.tensorboard_asked and not installed("tensorboard")
 
 
 def settings_from_entry(entry: Any) -> TrackerSettings:
@@ -85,7 +94,8 @@ def settings_from_entry(entry: Any) -> TrackerSettings:
         wandb = None
     return TrackerSettings(tensorboard=entry.get("tensorboard", True) is not False, batch_every=every,
                            mlflow=dict(mlflow) if isinstance(mlflow, dict) else None,
-                           wandb=dict(wandb) if isinstance(wandb, dict) else None)
+                           wandb=dict(wandb) if isinstance(wandb, dict) else None,
+                           tensorboard_asked=entry.get("tensorboard") is True)
 
 
 def read_settings(run_dir: Path) -> TrackerSettings:

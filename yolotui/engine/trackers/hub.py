@@ -266,6 +266,9 @@ def open_trackers(trainer: Any) -> TrackerHub | NoTrackers:
 
     run_dir = Path(trainer.run_dir)
     settings = read_settings(run_dir)
+    if settings.tensorboard_skipped():
+        LOG.info("TensorBoard (on by default) is not installed here, so this run writes no event files: "
+                 "pip install 'yolotui[tensorboard]' for them")
     names = settings.enabled()
     if not names:
         return NO_TRACKERS
