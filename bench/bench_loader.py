@@ -41,11 +41,10 @@ SAME_HYP = {k: AUGMENT_DEFAULTS[k] for k in ("hsv_h", "hsv_s", "hsv_v", "degrees
 
 
 def _worker_pids(loader) -> list[int]:
-    inner = getattr(loader, "dataset", None)
     if isinstance(loader, _YolotuiLoader):
-        from yolotui.engine.data import pipeline
+        from yolotui.engine.data.pipeline import kept_epoch_loader
 
-        inner = getattr(pipeline, "kept_epoch_loader", lambda _dataset: None)(loader.dataset)
+        inner = kept_epoch_loader(loader.dataset)
     else:
         inner = loader
     iterator = getattr(inner, "_iterator", None) or getattr(inner, "iterator", None)
@@ -109,11 +108,9 @@ class _YolotuiLoader:
         return iter(epoch_loader(self.dataset, self.opt, self.batch, self.epoch, 0, mosaic=True))
 
     def close(self) -> None:
-        from yolotui.engine.data import pipeline
+        from yolotui.engine.data.pipeline import release_epoch_loader
 
-        release = getattr(pipeline, "release_epoch_loader", None)  # absent before persistent loaders
-        if release is not None:
-            release(self.dataset)
+        release_epoch_loader(self.dataset)
 
 
 def _ultralytics_loader(data_yaml: Path, imgsz: int, batch: int, workers: int, cache: str | None):

@@ -25,14 +25,15 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,nohea
 NGPU=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 
 echo "== 1-3: AMP, channels_last, cudnn.benchmark (gelan-t, ${IMGSZ} px, batch ${BATCH}, ${STEPS} timed steps)"
-IMGSZ=$IMGSZ BATCH=$BATCH STEPS=$STEPS "$PYTHON" - <<'PY'
+echo "   3b: --compile (${COMPILE_CFGS-gelan-t yolov9-t}), AMP, in the same process"
+IMGSZ=$IMGSZ BATCH=$BATCH STEPS=$STEPS COMPILE_CFGS="${COMPILE_CFGS-gelan-t yolov9-t}" "$PYTHON" - <<'PY'
 import os, sys, time
 import torch
 from yolotui.config import load_hyp
 from yolotui.configs import resolve_hyp
 from yolotui.engine.loss.yolo_loss import loss_for_model
-from yolotui.engine.train.memory_format import prepare_for_training, training_memory_format
 from yolotui.engine.model import build_model
+from yolotui.engine.train.compiled import training_forward
 
 assert torch.cuda.is_available(), "torch sees no CUDA device"
 dev = torch.device("cuda:0")
@@ -43,33 +44,40 @@ imgs = torch.rand(batch, 3, imgsz, imgsz, generator=g)
 targets = torch.cat([torch.tensor([[i, i % 5, 0.5, 0.5, 0.3, 0.4], [i, (i + 1) % 5, 0.25, 0.3, 0.2, 0.2]])
                      for i in range(batch)])
 
-def rate(amp: bool, channels_last: bool, benchmark: bool) -> tuple[float, float]:
+def rate(amp: bool, channels_last: bool, benchmark: bool, cfg: str = "gelan-t", compiled: bool = False):
+    """(img/s, last loss, first loss, compile seconds) of `steps` timed training steps after 3 untimed ones
+    (the compiled side compiles in the first, its trial step)."""
     torch.backends.cudnn.benchmark = benchmark
     torch.manual_seed(0)
     fmt = torch.channels_last if channels_last else torch.contiguous_format
-    model = build_model("gelan-t", nc=5).to(dev).to(memory_format=fmt).train()
+    model = build_model(cfg, nc=5).to(dev).to(memory_format=fmt).train()
     loss_fn = loss_for_model(model, hyp, 0.0)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True)
     scaler = torch.amp.GradScaler("cuda", enabled=amp)
+    events = []
+    forward = training_forward(model, compiled, emit=lambda type_, **f: events.append((type_, f)))
     x = imgs.to(dev).contiguous(memory_format=fmt)
     t = targets.to(dev)
     def step():
         with torch.autocast("cuda", enabled=amp):
-            loss, _ = loss_fn(model(x), t)
+            loss, _ = loss_fn(forward(x), t)
         scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); opt.zero_grad(set_to_none=True)
         return loss
-    for _ in range(3):
+    first = float(step().detach())
+    for _ in range(2):
         step()
     torch.cuda.synchronize(); start = time.perf_counter()
     for _ in range(steps):
         loss = step()
     torch.cuda.synchronize()
     value = float(loss)
-    assert torch.isfinite(torch.tensor(value)), f"loss not finite (amp={amp}, channels_last={channels_last})"
-    return steps * batch / (time.perf_counter() - start), value
+    assert torch.isfinite(torch.tensor(value)), f"{cfg}: loss not finite (amp={amp}, channels_last={channels_last}, compiled={compiled})"
+    if compiled:
+        assert forward.state == "on", f"{cfg}: torch.compile fell back to eager: {events}"
+    return steps * batch / (time.perf_counter() - start), value, first, forward.seconds
 
 fp32 = rate(False, True, True)[0]
-amp, amp_loss = rate(True, True, True)
+amp, amp_loss = rate(True, True, True)[:2]
 print(f"AMP: fp32 {fp32:.1f} img/s, AMP {amp:.1f} img/s ({amp / fp32:.2f}x), last AMP loss {amp_loss:.3f}: OK")
 contiguous = rate(True, False, True)[0]
 print(f"channels_last: contiguous {contiguous:.1f} img/s, channels_last {amp:.1f} img/s ({amp / contiguous:.2f}x)")
@@ -83,63 +91,15 @@ assert err < 1e-3, f"channels_last changes eval outputs by {err:.2e} (relative)"
 print(f"channels_last eval outputs agree (max relative difference {err:.1e}): OK")
 off = rate(True, True, False)[0]
 print(f"cudnn.benchmark: off {off:.1f} img/s, on {amp:.1f} img/s ({amp / off:.2f}x)")
-PY
 
-if [ -n "${COMPILE_CFGS-gelan-t yolov9-t}" ]; then
-echo "== 3b: --compile (${COMPILE_CFGS-gelan-t yolov9-t}, AMP, ${IMGSZ} px, batch ${BATCH}, ${STEPS} timed steps)"
-IMGSZ=$IMGSZ BATCH=$BATCH STEPS=$STEPS COMPILE_CFGS="${COMPILE_CFGS-gelan-t yolov9-t}" "$PYTHON" - <<'PY'
-import os, time
-import torch
-from yolotui.config import load_hyp
-from yolotui.configs import resolve_hyp
-from yolotui.engine.loss.yolo_loss import loss_for_model
-from yolotui.engine.model import build_model
-from yolotui.engine.train.compiled import training_forward
-from yolotui.engine.train.memory_format import prepare_for_training
-
-dev = torch.device("cuda:0")
-torch.backends.cudnn.benchmark = True
-imgsz, batch, steps = int(os.environ["IMGSZ"]), int(os.environ["BATCH"]), int(os.environ["STEPS"])
-hyp = load_hyp(resolve_hyp(None))
-g = torch.Generator().manual_seed(0)
-imgs = torch.rand(batch, 3, imgsz, imgsz, generator=g).to(dev).contiguous(memory_format=torch.channels_last)
-targets = torch.cat([torch.tensor([[i, i % 5, 0.5, 0.5, 0.3, 0.4], [i, (i + 1) % 5, 0.25, 0.3, 0.2, 0.2]])
-                     for i in range(batch)]).to(dev)
-
-def run(cfg: str, compiled: bool):
-    torch.manual_seed(0)
-    model = prepare_for_training(build_model(cfg, nc=5), dev).train()
-    loss_fn = loss_for_model(model, hyp, 0.0)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.937, nesterov=True)
-    scaler = torch.amp.GradScaler("cuda")
-    events = []
-    forward = training_forward(model, compiled, emit=lambda type_, **f: events.append((type_, f)))
-    def step():
-        with torch.autocast("cuda", dtype=torch.float16):
-            loss, _ = loss_fn(forward(imgs), targets)
-        scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); opt.zero_grad(set_to_none=True)
-        return loss
-    first = float(step().detach())  # the compiled side compiles here (trial step), excluded from the rate
-    for _ in range(2):
-        step()
-    torch.cuda.synchronize(); start = time.perf_counter()
-    for _ in range(steps):
-        loss = step()
-    torch.cuda.synchronize()
-    assert torch.isfinite(loss), f"{cfg}: loss not finite (compiled={compiled})"
-    if compiled:
-        assert forward.state == "on", f"{cfg}: torch.compile fell back to eager: {events}"
-    return steps * batch / (time.perf_counter() - start), first, forward.seconds
-
-for cfg in os.environ["COMPILE_CFGS"].split():
-    eager, eager_first, _ = run(cfg, False)
-    fast, fast_first, seconds = run(cfg, True)
+for cfg in os.environ["COMPILE_CFGS"].split():  # 3b
+    eager, _, eager_first, _ = rate(True, True, True, cfg)
+    fast, _, fast_first, seconds = rate(True, True, True, cfg, compiled=True)
     rel = abs(fast_first - eager_first) / max(abs(eager_first), 1e-6)
     assert rel < 0.05, f"{cfg}: first compiled loss {fast_first:.4f} vs eager {eager_first:.4f}"
     print(f"--compile {cfg}: eager {eager:.1f} img/s, compiled {fast:.1f} img/s ({fast / eager:.2f}x), "
           f"compile {seconds:.1f} s, first loss {fast_first:.4f} vs eager {eager_first:.4f}: OK")
 PY
-fi
 
 echo "== 3c: training loader to the GPU (640 px, batch 16, ${LOADER_WORKERS:-8} workers)"
 if "$PYTHON" -c "import ultralytics" 2>/dev/null; then
