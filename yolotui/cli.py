@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "service": ("service", "install a systemd user unit that resumes interrupted runs at boot"),
     "restore": ("restore_cmd", "bring a mirrored run (--mirror) to this machine, checked, ready to resume"),
     "notify": ("notify", "notifications: `yolotui notify test` sends a test message to every target"),
+    "completion": ("completion", "print a shell completion script: yolotui completion bash|zsh|fish"),
 }
 
 
