@@ -81,6 +81,15 @@ def fleet_of_runs(root: Path) -> dict:
     return made
 
 
+def use_house_theme(app) -> None:
+    """Give a bare test app the TUI's default theme, so every picture has the same colours."""
+    from yolotui.tui import themes
+
+    for theme in themes.load_themes()[0]:
+        app.register_theme(theme)
+    app.theme = themes.DEFAULT_THEME
+
+
 def main_app(run_dir=None):
     """The real app on a fixed clock with a fake GPU, its theme not saved."""
     from tui_fakes import FakeSampler
@@ -125,7 +134,12 @@ async def resume_wizard(work: Path) -> Path:
     from yolotui.tui.screens.wizard_resume import ResumeWizard
 
     run_dir = make_plain_run(work / "runs" / "yolov9-s-pets")
-    app = HostApp(lambda: ResumeWizard(run_dir, CaptureLauncher(), diagnose=lambda p: fake_diagnosis(p, "oom")))
+    class ThemedHost(HostApp):
+        def on_mount(self) -> None:
+            use_house_theme(self)
+            super().on_mount()
+
+    app = ThemedHost(lambda: ResumeWizard(run_dir, CaptureLauncher(), diagnose=lambda p: fake_diagnosis(p, "oom")))
 
     def ready(app) -> bool:
         if app.wizard is None or app.wizard.facts is None:
@@ -166,6 +180,7 @@ async def gpu_panel(work: Path) -> Path:
             yield GpuPanel(id="gpu")
 
         def on_mount(self) -> None:
+            use_house_theme(self)
             self.query_one(GpuPanel).show([snapshot], set(), summary.to_dict(), None)
             self.painted = True
 
