@@ -118,6 +118,20 @@ def test_zsh_runs_the_same_completion_through_bashcompinit(yolotui_cmd, shim, tm
     assert sorted(offered[2:]) == ["shapes-a", "shapes-b"], result.stderr
 
 
+def test_fish_completes_choices_and_run_names(yolotui_cmd, shim, tmp_path):
+    if not shutil.which("fish"):  # CI installs fish (.ci/run)
+        pytest.skip("fish is not installed here")
+    path = tmp_path / "yolotui.fish"
+    path.write_text(completion("fish", yolotui_cmd, shim))
+    program = (f"source '{path}'; complete -C 'yolotui train --optimizer A'; echo ---; "
+               "complete -C 'yolotui attach shapes'")
+    result = subprocess.run(["fish", "-c", program], capture_output=True, text=True, env=shim, cwd=tmp_path,
+                            timeout=120)
+    choices, runs = result.stdout.split("---")
+    assert [line.split("\t")[0] for line in choices.strip().splitlines()] == ["Adam", "AdamW"], result.stderr
+    assert sorted(line.split("\t")[0] for line in runs.strip().splitlines()) == ["shapes-a", "shapes-b"]
+
+
 def test_no_shell_is_a_one_line_error(yolotui_cmd, cli_env):
     result = subprocess.run([*yolotui_cmd, "completion"], capture_output=True, text=True, env=cli_env, timeout=120)
     assert result.returncode == 2

@@ -175,9 +175,9 @@ def fish_script(commands: list[Command]) -> str:
             elif option.kind == FILE:
                 extra = " -r -F"
             elif option.kind == CHOICE and option.choices:
-                extra = f" -r -a {_fish_quote(' '.join(option.choices))}"
+                extra = f" -x -a {_fish_quote(' '.join(option.choices))}"  # -x: these words, no file names
             elif option.kind is not None:
-                extra = " -r"
+                extra = " -x"
             lines.append(f"complete -c yolotui {when} {spell}{extra} -d {_fish_quote(option.help[:80])}")
     lines.append(f"# subcommands: {names}")
     return "\n".join(lines) + "\n"
