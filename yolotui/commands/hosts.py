@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add.add_argument("name", metavar="NAME", help="the host's name here (gpu1, lab ...)")
     add.add_argument("target", nargs="?", default=None, metavar="SSH_TARGET",
                      help="what ssh connects to: a ~/.ssh/config alias or user@host (default: NAME)")
-    add.add_argument("--yolotui", dest="command", default=None, metavar="CMD",
+    add.add_argument("--yolotui", dest="yolotui_command", default=None, metavar="CMD",
                      help="how to run yolotui there (default: yolotui; e.g. ~/venv/bin/yolotui)")
     add.add_argument("--no-check", action="store_true", help="store it without connecting now")
     ls = sub.add_parser("ls", help="every host: reachable, yolotui version, GPUs",
@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"forgot host {args.name}")
         return 0
     if args.hosts_command == "add":
-        host = hosts.add_host(args.name, args.target, args.command)
+        host = hosts.add_host(args.name, args.target, args.yolotui_command)
         print(f"added host {host.name} (ssh {host.target})")
         if args.no_check:
             return 0

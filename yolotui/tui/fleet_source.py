@@ -1,0 +1,94 @@
+"""The home screen's source for other machines: every configured host's runs, read off the UI thread, each
+host on its own backoff (a host that drops is asked again after 5, 10, 20 ... s, at most 2 min, and comes
+back by itself), and one line saying how each host is ("hostb unreachable since 14:02, retrying in 20 s").
+
+Remote rows are RunSummary objects whose `name` is tagged `HOST:NAME` and whose `path` is the row key
+`ssh://HOST/NAME`; `remote_key()` reads such a key back. The local machine stays the table's own source.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from yolotui.fleet.hosts import LOCAL, Host, load_hosts
+from yolotui.fleet.reach import Reach
+from yolotui.fleet.remote_runs import HostRuns, read_host
+from yolotui.runs.summary import RunSummary
+
+KEY_PREFIX = "ssh://"
+POLL_S = 5.0  # a reachable host is read this often
+TIMEOUT_S = 15.0  # one host's `ls --json`, at most
+
+
+def row_key(host: str, name: str) -> str:
+    """The table key of a remote run."""
+    return f"{KEY_PREFIX}{host}/{name}"
+
+
+def remote_key(key: str | None) -> tuple[str, str] | None:
+    """(host, run name) for a remote row's key; None for a local run folder."""
+    if not key or not key.startswith(KEY_PREFIX):
+        return None
+    host, _, name = key[len(KEY_PREFIX):].partition("/")
+    return (host, name) if host and name else None
+
+
+def _summary(host: str, run: dict) -> RunSummary | None:
+    fields = {k: run.get(k) for k in RunSummary.__slots__ if k in run}
+    try:
+        summary = RunSummary(**fields)
+    except TypeError:
+        return None
+    summary.name = f"{host}:{run['name']}"
+    summary.path = row_key(host, str(run["name"]))
+    summary.checkpoint_age = None  # the local checkpoint column reads local files only
+    return summary
+
+
+class FleetSource:
+    """Every configured host's latest runs and reachability (call `poll_due` from a worker thread)."""
+
+    def __init__(self, hosts: list[Host] | None = None, timeout: float = TIMEOUT_S) -> None:
+        self.hosts = list(load_hosts() if hosts is None else hosts)
+        self.timeout = timeout
+        self.reach = {h.name: Reach(h.name) for h in self.hosts}
+        self.runs: dict[str, list[RunSummary]] = {h.name: [] for h in self.hosts}
+
+    def due(self, now: float | None = None) -> list[Host]:
+        """The hosts to ask now."""
+        return [h for h in self.hosts if self.reach[h.name].due(now)]
+
+    def poll_due(self, now: float | None = None) -> list[HostRuns]:
+        """Read the due hosts concurrently (blocking: never on the UI thread); each within the timeout."""
+        due = self.due(now)
+        if not due:
+            return []
+        with ThreadPoolExecutor(max_workers=min(8, len(due))) as pool:
+            return list(pool.map(lambda h: read_host(h, self.timeout), due))
+
+    def apply(self, readings: list[HostRuns], now: float | None = None) -> None:
+        """Take in readings (on the UI thread): runs replaced where read; reachability and next tries noted."""
+        now = time.time() if now is None else now
+        for reading in readings:
+            reach = self.reach.get(reading.host)
+            if reach is None:
+                continue
+            reach.record(not reading.error, reading.error, now, POLL_S)
+            if not reading.error:
+                made = (_summary(reading.host, run) for run in reading.runs)
+                self.runs[reading.host] = [s for s in made if s is not None]
+
+    def summaries(self) -> list[RunSummary]:
+        """Every remote run known (a host's last reading is kept while it is unreachable)."""
+        return [s for host in self.hosts for s in self.runs[host.name]]
+
+    def host_of(self, name: str) -> Host | None:
+        """The configured host called `name`."""
+        return next((h for h in self.hosts if h.name == name), None)
+
+    def status_line(self, now: float | None = None) -> str:
+        """'hosts: local ok · hosta ok · hostb unreachable since 14:02, retrying in 20 s'."""
+        parts = [f"{LOCAL} ok"] + [self.reach[h.name].text(now) if self.reach[h.name].next_try else
+                                   f"{h.name} connecting…" for h in self.hosts]
+        return "hosts: " + " · ".join(parts)
