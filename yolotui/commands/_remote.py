@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-# Commands that may run on a host, and whether their positional RUN may be HOST:RUN.
-REMOTE_COMMANDS = {"stop": True, "resume": True, "save": True, "status": True, "logs": True, "doctor": True,
-                   "train": False, "exec": False, "finetune": False, "rm": True}
+# Commands that may run on a host, and the dest of their positional RUN (which may be HOST:RUN), if any.
+REMOTE_COMMANDS = {"stop": "run", "resume": "run", "save": "run", "status": "run", "logs": "run",
+                   "doctor": "target", "train": None, "exec": None, "finetune": None, "rm": None}
 
 
 def add_host_flag(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +23,8 @@ def remote_target(args: argparse.Namespace):
     from yolotui.errors import UserError
     from yolotui.fleet.hosts import find_host, split_remote
 
-    run = getattr(args, "run", None)
+    dest = REMOTE_COMMANDS.get(args.command)
+    run = getattr(args, dest, None) if dest else None
     host = find_host(args.host) if getattr(args, "host", None) else None
     if isinstance(run, str):
         named, rest = split_remote(run)
@@ -89,4 +90,5 @@ def maybe_forward(args: argparse.Namespace, argv: list[str]) -> int | None:
     host, run = remote_target(args)
     if host is None:
         return None
-    return forward(host, remote_argv(argv, args.command, run, getattr(args, "run", None)))
+    dest = REMOTE_COMMANDS[args.command]
+    return forward(host, remote_argv(argv, args.command, run, getattr(args, dest, None) if dest else None))

@@ -27,6 +27,7 @@ ACTION_TIMEOUT_S = 900.0  # stop (waits for a checkpoint), resume, train: bounde
 PERSIST_S = 120
 SSH_LOST = 255  # ssh's own exit code: the connection failed or dropped
 NOT_FOUND = 127  # the remote shell found no such command
+MAX_BASE = 30  # a unix socket path holds ~107 bytes
 
 
 @dataclass
@@ -54,6 +55,8 @@ class Reply:
 def control_dir() -> Path:
     """The private folder of the control sockets (short path: a socket path is limited to ~100 bytes)."""
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    if len(base) > MAX_BASE:  # the socket's name (40) and ssh's temporary suffix (17) must still fit
+        base = "/tmp"
     folder = Path(base) / f"yolotui-ssh-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
