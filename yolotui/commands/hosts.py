@@ -10,7 +10,7 @@ import sys
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The add / ls / rm subcommands."""
-    sub = parser.add_subparsers(dest="hosts_command", metavar="ACTION", required=True)
+    sub = parser.add_subparsers(dest="hosts_command", metavar="ACTION", required=True, help="add, ls or rm")
     add = sub.add_parser("add", help="add (or replace) a host", description="add (or replace) a host")
     add.add_argument("name", metavar="NAME", help="the host's name here (gpu1, lab ...)")
     add.add_argument("target", nargs="?", default=None, metavar="SSH_TARGET",
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ls.add_argument("--json", action="store_true", help="print a JSON list")
     ls.add_argument("--timeout", type=float, default=None, metavar="S", help="seconds per host (default 20)")
     rm = sub.add_parser("rm", help="forget a host (nothing on it is touched)", description="forget a host")
-    rm.add_argument("name", metavar="NAME")
+    rm.add_argument("name", metavar="NAME", help="the host to forget")
 
 
 def run(args: argparse.Namespace) -> int:
