@@ -134,6 +134,33 @@ def _watch(run, *extra, timeout=60, cli_env=None):
                           capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+def test_the_home_source_tags_remote_runs_and_says_how_each_host_is():
+    from yolotui.fleet.probe import gpus_text
+    from yolotui.fleet.remote_runs import HostRuns
+    from yolotui.tui.fleet_source import FleetSource, remote_key
+
+    source = FleetSource([Host("gpu1", "gpu1"), Host("gpu2", "gpu2")])
+    assert source.status_line() == "hosts: local ok · gpu1 connecting… · gpu2 connecting…"
+    at = time.mktime((2026, 1, 1, 14, 2, 0, 0, 0, -1))
+    h100 = {"name": "H100", "memory_used_mb": 40960, "memory_total_mb": 81920, "utilization_pct": 90}
+    source.apply([HostRuns("gpu1", [{"name": "exp;1", "state": "running", "epoch": 3, "bogus": 1}],
+                           gpus=gpus_text([h100, dict(h100, utilization_pct=10)])),
+                  HostRuns("gpu2", error="Connection refused", unreachable=True)], now=at)
+    line = source.status_line(now=at + 1)
+    assert "gpu1 ok (2x H100 (50% util, 80/160 GiB))" in line
+    assert "gpu2 unreachable since 14:02, retrying in 4 s" in line
+    [run] = source.summaries()
+    assert run.name == "gpu1:exp;1" and run.state == "running" and run.epoch == 3
+    hostile = {"name": "x", "state": "running", "epoch": "3; rm", "best_map": "nan", "epochs": float("nan"),
+               "device": ["cuda"], "started": True, "slurm": "job"}
+    source.apply([HostRuns("gpu2", parse_runs(json.dumps([hostile])))], now=at + 2)
+    odd = [s for s in source.summaries() if s.name == "gpu2:x"][0]
+    assert (odd.epoch, odd.best_map, odd.epochs, odd.device, odd.started, odd.slurm) == (None,) * 6
+    assert remote_key(run.path) == ("gpu1", "exp;1") and remote_key("/runs/exp") is None
+    source.apply([HostRuns("gpu1", error="timeout", unreachable=True)], now=at + 10)
+    assert [s.name for s in source.summaries()] == ["gpu1:exp;1", "gpu2:x"]  # the last reading stays while it is away
+
+
 def test_watch_json_starts_from_the_tail_of_a_huge_events_file_and_ends_with_the_run(tmp_path, cli_env):
     run = make_run(tmp_path / "runs", "big", state="finished", done_epochs=3)
     line = json.dumps({"ts": 1.0, "type": "batch", "attempt": 1, "epoch": 2, "batch": 1, "pad": "x" * 200})

@@ -80,11 +80,12 @@ def probe(host: Host, timeout: float = QUERY_TIMEOUT_S, with_gpus: bool = True) 
     info.version = reply.stdout.strip().removeprefix("yolotui").strip() or reply.stdout.strip()
     info.compat = compatibility(__version__, info.version)
     if with_gpus:
-        info.gpus, info.gpu_note = _gpus(host, timeout)
+        info.gpus, info.gpu_note = read_gpus(host, timeout)
     return info
 
 
-def _gpus(host: Host, timeout: float) -> tuple[list[dict[str, Any]], str]:
+def read_gpus(host: Host, timeout: float = QUERY_TIMEOUT_S) -> tuple[list[dict[str, Any]], str]:
+    """(the host's GPUs from `yolotui gpu --json`, why there are none); never raises."""
     reply = call(host, ["gpu", "--json"], timeout=timeout)
     if reply.returncode != 0:
         return [], f"GPU reading failed: {reply.reason()}"
@@ -103,11 +104,19 @@ def _gpus(host: Host, timeout: float) -> tuple[list[dict[str, Any]], str]:
 
 def gpu_text(info: HostInfo) -> str:
     """The GPUs in a few words: '2x H100 (12% util, 30/80 GiB)' or the reason there are none."""
-    if not info.gpus:
-        return info.gpu_note or "-"
-    names = sorted({str(g.get("name") or "GPU") for g in info.gpus})
-    used = sum(float(g.get("memory_used_mb") or 0) for g in info.gpus) / 1024
-    total = sum(float(g.get("memory_total_mb") or 0) for g in info.gpus) / 1024
-    utils = [float(g["utilization_pct"]) for g in info.gpus if g.get("utilization_pct") is not None]
+    return gpus_text(info.gpus, info.gpu_note or "-")
+
+
+def gpus_text(gpus: list[dict[str, Any]], none: str = "no GPU") -> str:
+    """'2x H100 (12% util, 30/80 GiB)' for a list of GPU readings; `none` when the list is empty."""
+    if not gpus:
+        return none
+    try:
+        names = sorted({str(g.get("name") or "GPU") for g in gpus})
+        used = sum(float(g.get("memory_used_mb") or 0) for g in gpus) / 1024
+        total = sum(float(g.get("memory_total_mb") or 0) for g in gpus) / 1024
+        utils = [float(g["utilization_pct"]) for g in gpus if g.get("utilization_pct") is not None]
+    except (TypeError, ValueError):  # a reading that is not numbers: said, not raised
+        return f"{len(gpus)} GPUs (unreadable readings)"
     util = f"{sum(utils) / len(utils):.0f}% util, " if utils else ""
-    return f"{len(info.gpus)}x {'/'.join(names)} ({util}{used:.0f}/{total:.0f} GiB)"
+    return f"{len(gpus)}x {'/'.join(names)} ({util}{used:.0f}/{total:.0f} GiB)"

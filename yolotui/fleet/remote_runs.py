@@ -24,10 +24,34 @@ class HostRuns:
     error: str = ""  # empty when read
     unreachable: bool = False  # the link failed (as opposed to yolotui failing there)
     at: float = 0.0
+    gpus: str | None = None  # the GPUs in a few words, when they were read this time
+
+
+_NUMBERS = {"attempt", "epoch", "epochs", "best_map", "started", "updated", "batch", "batches", "last_event_ts",
+            "checkpoint_age"}
+_TEXTS = {"name", "path", "state", "device", "failure_class", "message", "last_event_type"}
+
+
+def _field(key: str, value: Any) -> Any:
+    """A remote run's field as a table may show it: a finite number, a short text, or None."""
+    if key in _NUMBERS:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+        return value if ok and abs(value) < 1e15 else None
+    if key in _TEXTS:
+        return value[:500] if isinstance(value, str) else None
+    if key == "slurm":
+        return value if isinstance(value, dict) else None
+    return None
+
+
+def clean_run(run: dict[str, Any]) -> dict[str, Any]:
+    """A run summary from a host with every field of the expected type (anything else dropped to None)."""
+    return {key: _field(key, value) for key, value in run.items() if key in _NUMBERS | _TEXTS | {"slurm"}}
 
 
 def parse_runs(text: str) -> list[dict[str, Any]]:
-    """The run summaries in an `ls --json` answer; ValueError when it is not a JSON list of objects."""
+    """The run summaries in an `ls --json` answer, each field checked (clean_run); ValueError when it is not
+    a JSON list of objects."""
     if len(text) > MAX_RUNS_BYTES:
         raise ValueError(f"answer over {MAX_RUNS_BYTES >> 20} MiB")
     data = json.loads(text or "[]")
@@ -36,7 +60,7 @@ def parse_runs(text: str) -> list[dict[str, Any]]:
     runs = []
     for item in data:
         if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("state"), str):
-            runs.append(item)
+            runs.append(clean_run(item))
     return runs
 
 

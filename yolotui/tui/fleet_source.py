@@ -18,6 +18,7 @@ from yolotui.runs.summary import RunSummary
 
 KEY_PREFIX = "ssh://"
 POLL_S = 5.0  # a reachable host is read this often
+GPU_EVERY_S = 30.0  # and its GPUs this often
 TIMEOUT_S = 15.0  # one host's `ls --json`, at most
 
 
@@ -34,14 +35,11 @@ def remote_key(key: str | None) -> tuple[str, str] | None:
     return (host, name) if host and name else None
 
 
-def _summary(host: str, run: dict) -> RunSummary | None:
-    fields = {k: run.get(k) for k in RunSummary.__slots__ if k in run}
-    try:
-        summary = RunSummary(**fields)
-    except TypeError:
-        return None
-    summary.name = f"{host}:{run['name']}"
-    summary.path = row_key(host, str(run["name"]))
+def _summary(host: str, run: dict) -> RunSummary:
+    name = str(run["name"])[:200]
+    fields = {k: run.get(k) for k in RunSummary.__slots__ if k not in ("name", "path", "state")}
+    summary = RunSummary(f"{host}:{name}", row_key(host, name), str(run["state"])[:40], **fields)
+    summary.attempt = summary.attempt or 0
     summary.checkpoint_age = None  # the local checkpoint column reads local files only
     return summary
 
@@ -54,6 +52,8 @@ class FleetSource:
         self.timeout = timeout
         self.reach = {h.name: Reach(h.name) for h in self.hosts}
         self.runs: dict[str, list[RunSummary]] = {h.name: [] for h in self.hosts}
+        self.gpus: dict[str, str] = {}  # host -> '2x H100 (97% util, 130/160 GiB)'
+        self._gpu_at: dict[str, float] = {}
 
     def due(self, now: float | None = None) -> list[Host]:
         """The hosts to ask now."""
@@ -65,7 +65,16 @@ class FleetSource:
         if not due:
             return []
         with ThreadPoolExecutor(max_workers=min(8, len(due))) as pool:
-            return list(pool.map(lambda h: read_host(h, self.timeout), due))
+            return list(pool.map(self._read, due))
+
+    def _read(self, host: Host) -> HostRuns:
+        from yolotui.fleet.probe import gpus_text, read_gpus
+
+        reading = read_host(host, self.timeout)
+        if not reading.error and time.time() - self._gpu_at.get(host.name, 0.0) >= GPU_EVERY_S:
+            gpus, _ = read_gpus(host, self.timeout)
+            reading.gpus = gpus_text(gpus)
+        return reading
 
     def apply(self, readings: list[HostRuns], now: float | None = None) -> None:
         """Take in readings (on the UI thread): runs replaced where read; reachability and next tries noted."""
@@ -75,9 +84,11 @@ class FleetSource:
             if reach is None:
                 continue
             reach.record(not reading.error, reading.error, now, POLL_S)
+            if reading.gpus is not None:
+                self.gpus[reading.host] = reading.gpus
+                self._gpu_at[reading.host] = now
             if not reading.error:
-                made = (_summary(reading.host, run) for run in reading.runs)
-                self.runs[reading.host] = [s for s in made if s is not None]
+                self.runs[reading.host] = [_summary(reading.host, run) for run in reading.runs]
 
     def summaries(self) -> list[RunSummary]:
         """Every remote run known (a host's last reading is kept while it is unreachable)."""
@@ -89,6 +100,11 @@ class FleetSource:
 
     def status_line(self, now: float | None = None) -> str:
         """'hosts: local ok · hosta ok · hostb unreachable since 14:02, retrying in 20 s'."""
-        parts = [f"{LOCAL} ok"] + [self.reach[h.name].text(now) if self.reach[h.name].next_try else
-                                   f"{h.name} connecting…" for h in self.hosts]
+        parts = [f"{LOCAL} ok"]
+        for host in self.hosts:
+            reach = self.reach[host.name]
+            text = reach.text(now) if reach.next_try else f"{host.name} connecting…"
+            if reach.ok and host.name in self.gpus:
+                text += f" ({self.gpus[host.name]})"
+            parts.append(text)
         return "hosts: " + " · ".join(parts)
