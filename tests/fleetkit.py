@@ -29,7 +29,18 @@ class Fleet:
     homes: dict[str, Path]
 
     def stop(self) -> None:
-        """End sshd."""
+        """End sshd and the connections it serves (so the tests' shared ssh connections end with it)."""
+        import psutil
+
+        try:
+            sessions = psutil.Process(self.sshd.process.pid).children(recursive=True)
+        except psutil.Error:
+            sessions = []
+        for session in sessions:
+            try:
+                session.kill()
+            except psutil.Error:
+                pass
         self.sshd.stop()
 
 

@@ -6,13 +6,11 @@ hold up the others. The trainer is the official stand-in (tests/official_standin
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import psutil
@@ -76,7 +74,7 @@ def test_a_host_without_yolotui_gets_the_install_command(fleet, tmp_path):
     assert "bare: yolotui is not installed there" in done.stderr and "pip install yolotui" in done.stderr
 
 
-def test_a_run_started_on_hostb_is_watched_stopped_and_resumed_from_here(fleet, tmp_path):
+def test_a_run_started_on_hostb_is_watched_stopped_and_resumed_from_here(fleet, tmp_path, monkeypatch):
     project = tmp_path / "runs on b"  # a space in the remote path: data, not two words
     started = yolotui(fleet, "train", "--host", "hostb", "--backend", "official", "--repo", str(STANDIN),
                       "--python", sys.executable, "--restart-backoff", "0", "--epochs", "40", "--batch-size", "4",
@@ -89,8 +87,8 @@ def test_a_run_started_on_hostb_is_watched_stopped_and_resumed_from_here(fleet, 
     from yolotui.fleet.hosts import find_host
     from yolotui.fleet.stream import follow
 
-    os.environ.update(YOLOTUI_SSH_CONFIG=fleet.env["YOLOTUI_SSH_CONFIG"], XDG_RUNTIME_DIR=fleet.env["XDG_RUNTIME_DIR"],
-                      YOLOTUI_HOME=fleet.env["YOLOTUI_HOME"])
+    for key in ("YOLOTUI_SSH_CONFIG", "XDG_RUNTIME_DIR", "YOLOTUI_HOME"):
+        monkeypatch.setenv(key, fleet.env[key])
     seen = []
     for item in follow(find_host("hostb"), "r1"):  # watched live: until its first checkpoint
         seen.append(item)
@@ -208,5 +206,3 @@ def test_stop_on_an_unreachable_host_says_so_and_runs_nothing(fleet, tmp_path):
     done = subprocess.run([sys.executable, "-m", "yolotui", "stop", "dead:r1"], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 255 and "dead (dead) unreachable over ssh; nothing was run there" in done.stderr
-    started = time.monotonic()
-    assert started  # the call above returned: ConnectTimeout and the action bound end every wait

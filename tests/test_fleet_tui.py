@@ -74,7 +74,7 @@ async def test_home_shows_every_hosts_runs_and_stops_a_remote_run(fleet, tmp_pat
     cli(fleet, "hosts", "add", "dead", "--no-check")
     local = make_run(tmp_path / "local-runs", "here", state="finished")
     cli(fleet, "exec", "--host", "hostb", "--name", "far", "--project", str(tmp_path / "b-runs"), "--",
-        sys.executable, "-c", "import time; time.sleep(120)")
+        sys.executable, "-c", "import time; time.sleep(60)")
     app = YolotuiApp(sampler=FakeSampler(), clock=lambda: FIXED_NOW, gpu_interval=None)
     async with app.run_test(size=(140, 40)) as pilot:
         assert await wait_until(pilot, lambda: "hostb:far" in table_rows(app), timeout=60)
