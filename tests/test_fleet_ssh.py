@@ -74,6 +74,16 @@ def test_a_host_without_yolotui_gets_the_install_command(fleet, tmp_path):
     assert "bare: yolotui is not installed there" in done.stderr and "pip install yolotui" in done.stderr
 
 
+def test_an_older_remote_yolotui_is_named_with_what_it_lacks(fleet, tmp_path):
+    env = dict(fleet.env, YOLOTUI_HOME=str(tmp_path))
+    subprocess.run([sys.executable, "-m", "yolotui", "hosts", "add", "old", "hostb", "--yolotui",
+                    "sh -c 'echo yolotui 0.0.9' old-yolotui"], env=env, check=True, timeout=60, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "yolotui", "hosts", "ls"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert "old: remote yolotui 0.0.9 is older than this" in done.stderr
+    assert "missing there: ls --json" in done.stderr and "watch --json" in done.stderr
+
+
 def test_a_run_started_on_hostb_is_watched_stopped_and_resumed_from_here(fleet, tmp_path, monkeypatch):
     project = tmp_path / "runs on b"  # a space in the remote path: data, not two words
     started = yolotui(fleet, "train", "--host", "hostb", "--backend", "official", "--repo", str(STANDIN),

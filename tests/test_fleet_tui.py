@@ -85,12 +85,19 @@ async def test_home_shows_every_hosts_runs_and_stops_a_remote_run(fleet, tmp_pat
         assert await wait_until(pilot, lambda: "hostb ok (no GPU)" in hosts_line(app), timeout=60)  # its GPU strip
         table = app.home.query_one("#runs")
         table.move_cursor(row=table.get_row_index("ssh://hostb/far"))
+        await pilot.press("enter")  # a remote dashboard needs the real terminal (ssh -t); headless, it says how
+        assert await wait_until(pilot, lambda: any("yolotui attach hostb:far" in str(n.message)
+                                                   for n in app._notifications))
+        assert app.screen is app.home
         await pilot.press("x")  # asks first
         await pilot.pause(0.2)
         assert json.loads(cli(fleet, "status", "hostb:far", "--json").stdout)["state"] == "running"
         await pilot.press("x")
         assert await wait_until(pilot, lambda: table_rows(app).get("hostb:far", ["", ""])[1] == "stopped",
                                 timeout=60)
+        await pilot.press("R")  # resume through the remote CLI: its answer is relayed (an exec run has no last.pt)
+        assert await wait_until(pilot, lambda: any("resume hostb:far" in str(n.message) and "no weights/last.pt" in
+                                                   str(n.message) for n in app._notifications), timeout=60)
     local.release()
 
 
