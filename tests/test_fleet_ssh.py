@@ -6,6 +6,9 @@ hold up the others. The trainer is the official stand-in (tests/official_standin
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -216,3 +219,31 @@ def test_stop_on_an_unreachable_host_says_so_and_runs_nothing(fleet, tmp_path):
     done = subprocess.run([sys.executable, "-m", "yolotui", "stop", "dead:r1"], env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 255 and "dead (dead) unreachable over ssh; nothing was run there" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_attach_host_run_opens_the_remote_dashboard_and_a_cut_link_leaves_the_run_running(fleet, tmp_path):
+    yolotui(fleet, "exec", "--host", "hostb", "--name", "dash", "--project", str(tmp_path / "runs"), "--",
+            sys.executable, "-c", "import time; time.sleep(60)")
+    socket_name = f"yolotui-fleet-{os.getpid()}"
+    tmux = ["tmux", "-L", socket_name, "-f", "/dev/null"]
+    env_args = [a for k in ("PYTHONPATH", "YOLOTUI_HOME", "YOLOTUI_SSH_CONFIG", "XDG_RUNTIME_DIR")
+                for a in ("-e", f"{k}={fleet.env[k]}")]
+    script = f"{shlex.quote(sys.executable)} -m yolotui attach hostb:dash; echo ATTACH-EXIT=$?; sleep 60"
+    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "30", "-s", "t", *env_args, "sh", "-c", script],
+                   check=True, timeout=20)
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p", "-J", "-t", "t"], capture_output=True, text=True,
+                              timeout=20).stdout
+
+    try:
+        assert wait_for(lambda: "dash" in screen() and "running" in screen(), timeout=90)  # the remote dashboard
+        kill_ssh_connections(fleet)
+        assert wait_for(lambda: "ATTACH-EXIT=255" in screen(), timeout=60)
+        assert "the run goes on there: attach again with `yolotui attach hostb:dash`" in screen()
+        assert "Resume" not in screen()  # the dead dashboard's screen was cleared (alternate screen left)
+        assert remote_state(fleet, "hostb", "dash") == "running"
+        yolotui(fleet, "stop", "hostb:dash")
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=20)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+# autowrap on, alternate screen left, cursor shown, mouse reports and bracketed paste off, plain colours
+RESET_TERMINAL = "\x1b[?7h\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[0m"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """RUN and --theme."""
@@ -44,6 +47,9 @@ def _attach_remote(host, name: str, theme: str | None) -> int:
 
     argv = ["attach", name] + (["--theme", theme] if theme else [])
     code = subprocess.call(ssh_argv(host, argv, tty=True))
+    if code != 0 and sys.stdout.isatty():
+        sys.stdout.write(RESET_TERMINAL)  # a dashboard cut off mid-frame leaves its modes on: turn them off
+        sys.stdout.flush()
     if code == 255:
         print(f"yolotui: error: {host.name} ({host.target}): the ssh link failed or dropped; the run goes on "
               f"there: attach again with `yolotui attach {host.name}:{name}`", file=sys.stderr)
