@@ -157,6 +157,8 @@ def test_the_home_source_tags_remote_runs_and_says_how_each_host_is():
     odd = [s for s in source.summaries() if s.name == "gpu2:x"][0]
     assert (odd.epoch, odd.best_map, odd.epochs, odd.device, odd.started, odd.slurm) == (None,) * 6
     assert remote_key(run.path) == ("gpu1", "exp;1") and remote_key("/runs/exp") is None
+    source.apply([HostRuns("gpu2", error="yolotui not found there (yolotui); pip install yolotui")], now=at + 3)
+    assert "gpu2: yolotui not found there (yolotui); pip install yolotui" in source.status_line(now=at + 3)
     source.apply([HostRuns("gpu1", error="timeout", unreachable=True)], now=at + 10)
     assert [s.name for s in source.summaries()] == ["gpu1:exp;1", "gpu2:x"]  # the last reading stays while it is away
 

@@ -71,7 +71,9 @@ def read_host(host: Host, timeout: float = QUERY_TIMEOUT_S) -> HostRuns:
     if reply.link_failed:
         return HostRuns(host.name, error=reply.reason(), unreachable=True, at=now)
     if reply.returncode == NOT_FOUND:
-        return HostRuns(host.name, error=f"yolotui not found there ({host.command})", at=now)
+        from yolotui.fleet.probe import INSTALL_HINT
+
+        return HostRuns(host.name, error=f"yolotui not found there ({host.command}); {INSTALL_HINT}", at=now)
     try:
         runs = parse_runs(reply.stdout)
     except (ValueError, RecursionError) as exc:

@@ -52,6 +52,7 @@ class FleetSource:
         self.timeout = timeout
         self.reach = {h.name: Reach(h.name) for h in self.hosts}
         self.runs: dict[str, list[RunSummary]] = {h.name: [] for h in self.hosts}
+        self.problems: dict[str, str] = {}  # host -> what failed there although it was reached
         self.gpus: dict[str, str] = {}  # host -> '2x H100 (97% util, 130/160 GiB)'
         self._gpu_at: dict[str, float] = {}
 
@@ -83,7 +84,8 @@ class FleetSource:
             reach = self.reach.get(reading.host)
             if reach is None:
                 continue
-            reach.record(not reading.error, reading.error, now, POLL_S)
+            reach.record(not reading.unreachable, reading.error, now, POLL_S)
+            self.problems[reading.host] = "" if reading.unreachable else reading.error  # reached; yolotui failed
             if reading.gpus is not None:
                 self.gpus[reading.host] = reading.gpus
                 self._gpu_at[reading.host] = now
@@ -104,7 +106,9 @@ class FleetSource:
         for host in self.hosts:
             reach = self.reach[host.name]
             text = reach.text(now) if reach.next_try else f"{host.name} connecting…"
-            if reach.ok and host.name in self.gpus:
+            if reach.ok and self.problems.get(host.name):
+                text = f"{host.name}: {self.problems[host.name]}"
+            elif reach.ok and host.name in self.gpus:
                 text += f" ({self.gpus[host.name]})"
             parts.append(text)
         return "hosts: " + " · ".join(parts)
