@@ -113,3 +113,30 @@ async def test_a_host_that_drops_is_shown_unreachable_and_comes_back_by_itself(f
         restart_sshd(fleet)
         assert await wait_until(pilot, lambda: "hosta ok" in hosts_line(app), timeout=90)
         assert "hosta:steady" in table_rows(app)
+
+
+async def test_the_new_run_wizard_starts_a_run_on_a_chosen_host(tmp_path):
+    from textual.widgets import Input, Static
+    from wizard_kit import CaptureLauncher, HostApp
+
+    from yolotui.fleet.hosts import add_host
+    from yolotui.tui.screens.wizard_new_run import NewRunWizard
+
+    add_host("gpu1", "gpu1")
+    launcher = CaptureLauncher(tmp_path / "elsewhere")
+    app = HostApp(lambda: NewRunWizard(launcher, sampler=FakeSampler(),
+                                       values={"data": "/only/on/gpu1/data.yaml", "host": "nohost"}))
+    async with app.run_test(size=(100, 40)) as pilot:
+        wizard = app.wizard
+        assert await wait_until(pilot, lambda: wizard.gpu_indices is not None)
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: "no host called 'nohost'" in rendered(
+            wizard.query_one("#host-error", Static)))
+        assert launcher.calls == []
+        wizard.query_one("#host", Input).value = "gpu1"  # the data.yaml is the host's: not checked here
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: app.results)
+    [args] = launcher.calls
+    assert args[0] == "train" and args[-2:] == ["--host", "gpu1"]
+    assert args[args.index("--data") + 1] == "/only/on/gpu1/data.yaml"
+    assert app.results == [None]  # nothing to open here: the runs table shows gpu1's run
