@@ -140,7 +140,9 @@ class FleetHomeMixin:
             self.app.copy_to_clipboard(label)
             self.notify(f"copied {label}", timeout=3)
         else:
-            self.notify(f"on a remote run, use the CLI: yolotui ... --host {host.name}", severity="warning")
+            verb = {"remove": "rm", "open_log": "logs", "open_finetune": "finetune"}.get(action, "COMMAND")
+            self.notify(f"on a run of {host.name}, use the CLI: yolotui {verb} {name} --host {host.name}",
+                        severity="warning")
         return True
 
     @work(thread=True, exit_on_error=False, group="fleet-act")

@@ -354,7 +354,7 @@ class HomeScreen(FleetHomeMixin, Screen):
         from yolotui.tui.screens.confirm_remove import ConfirmRemoveScreen, refusal
 
         path = self.selected_path()
-        if not path:
+        if not path or self.remote_run_action("remove"):  # a remote row: the CLI says how
             return
         why = refusal(Path(path))
         if why is not None:
