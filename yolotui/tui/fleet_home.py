@@ -140,7 +140,8 @@ class FleetHomeMixin:
             self.app.copy_to_clipboard(label)
             self.notify(f"copied {label}", timeout=3)
         else:
-            verb = {"remove": "rm", "open_log": "logs", "open_finetune": "finetune"}.get(action, "COMMAND")
+            verb = {"remove": "rm", "open_log": "logs", "open_finetune": "finetune --data DATA --from"}.get(
+                action, "COMMAND")
             self.notify(f"on a run of {host.name}, use the CLI: yolotui {verb} {name} --host {host.name}",
                         severity="warning")
         return True
