@@ -159,6 +159,9 @@ def test_the_home_source_tags_remote_runs_and_says_how_each_host_is():
     assert remote_key(run.path) == ("gpu1", "exp;1") and remote_key("/runs/exp") is None
     source.apply([HostRuns("gpu2", error="yolotui not found there (yolotui); pip install yolotui")], now=at + 3)
     assert "gpu2: yolotui not found there (yolotui); pip install yolotui" in source.status_line(now=at + 3)
+    source.apply([HostRuns("gpu1", [{"name": "exp;1", "state": "running"}], version="0.0.9")], now=at + 4)
+    assert "gpu1 ok (2x H100 (50% util, 80/160 GiB)) [yolotui 0.0.9, older: see yolotui hosts ls]" in (
+        source.status_line(now=at + 4))
     source.apply([HostRuns("gpu1", error="timeout", unreachable=True)], now=at + 10)
     assert [s.name for s in source.summaries()] == ["gpu1:exp;1", "gpu2:x"]  # the last reading stays while it is away
 

@@ -25,6 +25,7 @@ class HostRuns:
     unreachable: bool = False  # the link failed (as opposed to yolotui failing there)
     at: float = 0.0
     gpus: str | None = None  # the GPUs in a few words, when they were read this time
+    version: str | None = None  # the host's yolotui version, when it was read this time
 
 
 _NUMBERS = {"attempt", "epoch", "epochs", "best_map", "started", "updated", "batch", "batches", "last_event_ts",

@@ -53,6 +53,7 @@ class FleetSource:
         self.reach = {h.name: Reach(h.name) for h in self.hosts}
         self.runs: dict[str, list[RunSummary]] = {h.name: [] for h in self.hosts}
         self.problems: dict[str, str] = {}  # host -> what failed there although it was reached
+        self.versions: dict[str, str] = {}  # host -> its yolotui version (asked once)
         self.gpus: dict[str, str] = {}  # host -> '2x H100 (97% util, 130/160 GiB)'
         self._gpu_at: dict[str, float] = {}
 
@@ -72,6 +73,12 @@ class FleetSource:
         from yolotui.fleet.probe import gpus_text, read_gpus
 
         reading = read_host(host, self.timeout)
+        if not reading.error and host.name not in self.versions:
+            from yolotui.fleet.ssh import call
+
+            reply = call(host, ["--version"], timeout=self.timeout)
+            if reply.returncode == 0:
+                reading.version = reply.stdout.strip().removeprefix("yolotui").strip()[:40]
         if not reading.error and time.time() - self._gpu_at.get(host.name, 0.0) >= GPU_EVERY_S:
             gpus, _ = read_gpus(host, self.timeout)
             reading.gpus = gpus_text(gpus)
@@ -86,6 +93,8 @@ class FleetSource:
                 continue
             reach.record(not reading.unreachable, reading.error, now, POLL_S)
             self.problems[reading.host] = "" if reading.unreachable else reading.error  # reached; yolotui failed
+            if reading.version is not None:
+                self.versions[reading.host] = reading.version
             if reading.gpus is not None:
                 self.gpus[reading.host] = reading.gpus
                 self._gpu_at[reading.host] = now
@@ -95,6 +104,17 @@ class FleetSource:
     def summaries(self) -> list[RunSummary]:
         """Every remote run known (a host's last reading is kept while it is unreachable)."""
         return [s for host in self.hosts for s in self.runs[host.name]]
+
+    def _version_note(self, host: str) -> str:
+        """'' when the host runs this yolotui version; else which side is older (`yolotui hosts ls` says more)."""
+        from yolotui import __version__
+        from yolotui.fleet.probe import parse_version
+
+        theirs, mine = parse_version(self.versions.get(host, "")), parse_version(__version__)
+        if theirs is None or mine is None or theirs == mine:
+            return ""
+        side = "older" if theirs < mine else "newer"
+        return f" [yolotui {self.versions[host]}, {side}: see yolotui hosts ls]"
 
     def host_of(self, name: str) -> Host | None:
         """The configured host called `name`."""
@@ -110,5 +130,5 @@ class FleetSource:
                 text = f"{host.name}: {self.problems[host.name]}"
             elif reach.ok and host.name in self.gpus:
                 text += f" ({self.gpus[host.name]})"
-            parts.append(text)
+            parts.append(text + self._version_note(host.name))
         return "hosts: " + " · ".join(parts)
