@@ -125,7 +125,7 @@ def test_jobs_and_backends_never_import_torch():
     import sys
 
     light = ("yolotui.jobs", "yolotui.backends", "yolotui.runs", "yolotui.supervisor", "yolotui.placement",
-             "yolotui.notify", "yolotui.health", "yolotui.telemetry", "yolotui.mirror")
+             "yolotui.notify", "yolotui.health", "yolotui.telemetry", "yolotui.mirror", "yolotui.fleet")
     modules = sorted(m for m in _modules() if m.startswith(light) and not m.endswith(".weights"))
     code = ("import importlib, sys\n"
             f"for name in {modules!r}: importlib.import_module(name)\n"
@@ -143,7 +143,8 @@ FLOORS = [
      "yolotui.safe_yaml", "yolotui.telemetry"},
     {"yolotui.runs"},                                      # the run-folder contract: the only hallway
     {"yolotui.usersettings", "yolotui.config", "yolotui.configs", "yolotui.datasets"},
-    {"yolotui.notify", "yolotui.placement", "yolotui.mirror"},  # where a supervisor starts; notifications; the mirror
+    {"yolotui.notify", "yolotui.placement", "yolotui.mirror", "yolotui.fleet"},  # where a supervisor starts;
+    # notifications; the mirror; the fleet (other machines over ssh)
     {"yolotui.health"},                                   # diagnosis without torch
     {"yolotui.backends"},                                 # one package per kind of trainer
     {"yolotui.supervisor"},                               # asks the run's backend for its remedies

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from yolotui import __version__
+from yolotui.commands._remote import REMOTE_COMMANDS, add_host_flag, maybe_forward
 from yolotui.errors import UserError
 
 # name -> (module under yolotui.commands, one-line help)
@@ -43,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "restore": ("restore_cmd", "bring a mirrored run (--mirror) to this machine, checked, ready to resume"),
     "notify": ("notify", "notifications: `yolotui notify test` sends a test message to every target"),
     "completion": ("completion", "print a shell completion script: yolotui completion bash|zsh|fish"),
+    "hosts": ("hosts", "machines reached over ssh: `hosts add NAME [SSH_TARGET]`, `hosts ls`, `hosts rm NAME`"),
+    "watch": ("watch", "follow a run as lines until it ends (--json: the fleet's live stream; HOST:RUN too)"),
 }
 
 
@@ -60,6 +63,8 @@ def build_parser(selected: str | None) -> argparse.ArgumentParser:
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         if selected is None or name == selected:
             _load(name).add_arguments(sub_parser)
+            if name in REMOTE_COMMANDS:
+                add_host_flag(sub_parser)
     return parser
 
 
@@ -112,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     module = _load(args.command)
     try:
         refuse_non_finite(args)
+        forwarded = maybe_forward(args, argv)  # --host HOST or HOST:RUN: the same command on that host
+        if forwarded is not None:
+            return forwarded
         return int(module.run(args) or 0)
     except UserError as exc:
         print(f"yolotui: error: {exc}", file=sys.stderr)

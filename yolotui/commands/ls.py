@@ -11,6 +11,8 @@ import argparse
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `yolotui ls`."""
     parser.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    parser.add_argument("--all-hosts", action="store_true",
+                        help="this machine's runs and every configured host's (yolotui hosts), with a HOST column")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -22,6 +24,10 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.runs.index import last_problem
     from yolotui.runs.summary import summarize_all
 
+    if args.all_hosts:
+        from yolotui.commands._fleet_ls import run_all_hosts
+
+        return run_all_hosts(args.json)
     summaries = summarize_all()
     problem = last_problem()  # a damaged index is named (stderr), never taken for "no runs yet"
     if problem:

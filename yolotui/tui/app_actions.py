@@ -161,6 +161,9 @@ class RunActionsMixin:
 
     # -- key actions --------------------------------------------------------------------------------------
     def _with_run(self, act) -> None:
+        remote = getattr(self.screen, "remote_run_action", None)  # a row of another host (tui/fleet_home.py)
+        if callable(remote) and remote(getattr(act, "__name__", "")):
+            return
         run_dir = self.current_run()
         if run_dir is None:
             self.notify("select a run first", severity="warning", timeout=3)

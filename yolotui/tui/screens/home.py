@@ -26,6 +26,7 @@ from yolotui.runs import index
 from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
 from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
+from yolotui.tui.fleet_home import FleetHomeMixin
 from yolotui.tui.sources import CheckpointFacts, diagnose
 from yolotui.tui.watch import watch_changes
 from yolotui.tui.widgets.panels import STATE_CLASS, VERDICT_CLASS
@@ -56,8 +57,8 @@ class RunsLoaded(Message):
         self.partial = partial  # shown at once; the checkpoint verdicts of this reading are still being made
 
 
-class HomeScreen(Screen):
-    """The runs table."""
+class HomeScreen(FleetHomeMixin, Screen):
+    """The runs table (with every configured host's runs: yolotui.tui.fleet_home)."""
 
     AUTO_FOCUS = "#runs"
     BINDINGS = [
@@ -108,6 +109,7 @@ class HomeScreen(Screen):
         for key in COLUMNS:
             table.add_column(key, key=key)
         self.call_after_refresh(self.request_load)  # first paint first, then read the runs
+        self.fleet_start()  # other machines' runs, when hosts are configured
 
     def on_screen_suspend(self) -> None:
         """A dashboard covers the table: stop watching and polling until it is back (saves CPU)."""
@@ -248,7 +250,8 @@ class HomeScreen(Screen):
     def visible_rows(self) -> list[HomeRow]:
         """The rows that pass the filter, in the chosen order."""
         needle = self.filter_text.lower().strip()
-        rows = [r for r in self.rows if not needle or needle in " ".join(
+        every = [*self.rows, *(HomeRow(s, None) for s in self.fleet_summaries())]
+        rows = [r for r in every if not needle or needle in " ".join(
             str(x) for x in (r.summary.name, r.summary.state, r.summary.device or "", r.summary.path)).lower()]
         rows.sort(key=lambda r: _sort_key(r, COLUMNS[self.sort_column]), reverse=self.sort_reverse)
         return rows
@@ -278,6 +281,10 @@ class HomeScreen(Screen):
         if selected is not None and selected in table.rows:
             table.move_cursor(row=table.get_row_index(selected))
 
+    def fleet_rows_changed(self) -> None:
+        """A host's runs were read again."""
+        self._render_table()
+
     def selected_path(self) -> str | None:
         """The folder of the highlighted run, if any."""
         table = self.query_one("#runs", DataTable)
@@ -292,12 +299,12 @@ class HomeScreen(Screen):
     def action_open_run(self) -> None:
         """Open the highlighted run's dashboard."""
         path = self.selected_path()
-        if path:
+        if path and not self.open_remote(path):
             self.app.open_run(Path(path))
 
     @on(DataTable.RowSelected, "#runs")
     def _row_selected(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value:
+        if event.row_key.value and not self.open_remote(event.row_key.value):
             self.app.open_run(Path(event.row_key.value))
 
     @on(DataTable.HeaderSelected, "#runs")
@@ -347,7 +354,7 @@ class HomeScreen(Screen):
         from yolotui.tui.screens.confirm_remove import ConfirmRemoveScreen, refusal
 
         path = self.selected_path()
-        if not path:
+        if not path or self.remote_run_action("remove"):  # a remote row: the CLI says how
             return
         why = refusal(Path(path))
         if why is not None:

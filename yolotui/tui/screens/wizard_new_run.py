@@ -8,7 +8,8 @@ YAML path; the data.yaml is checked as it is typed (classes and image counts sho
 not load); the device list comes from telemetry (GPUs with their free memory, and the CPU). Where the user's
 settings.yaml has a `slurm:` section (a cluster's login node), a "SLURM job" field offers to submit the run:
 blank runs it here, `yes` submits it with the settings' defaults, and sbatch options (`--time=4:00:00
---gpus=2`) are added to them.
+--gpus=2`) are added to them. Where hosts are configured (`yolotui hosts add`), a "where" field starts the run
+on one of them (yolotui.tui.fleet_wizard).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from textual.app import ComposeResult
 from textual.widgets import Input, Select
 
 from yolotui.errors import UserError
+from yolotui.tui import fleet_wizard
 from yolotui.tui import wizard_checks as checks
 from yolotui.tui.actions import DEFAULT_PROJECT, train_args
 from yolotui.tui.screens.wizard_base import WizardScreen, field_row
@@ -45,9 +47,13 @@ class NewRunWizard(WizardScreen):
         self.device_touched = "device" in self.values
         self.data_facts: tuple[str, checks.DataFacts | None, str | None] | None = None
         self.slurm_defaults = _slurm_defaults()  # None: no `slurm:` in settings.yaml, no SLURM field
+        self.hosts = fleet_wizard.host_names()  # []: no hosts configured, no "where" field
 
     def compose_form(self) -> ComposeResult:
         values = self.values
+        if self.hosts:
+            yield field_row("where", Input(values.get("host", ""), placeholder=fleet_wizard.placeholder(self.hosts),
+                                           id="host", compact=True), "host", "on a host, paths are the host's")
         options = [(choice.label, choice.name) for choice in checks.model_choices()]
         options.append(("a model YAML file…", MODEL_PATH))
         model = values.get("model", DEFAULT_MODEL)
@@ -143,7 +149,7 @@ class NewRunWizard(WizardScreen):
             return  # an older check finished after a newer edit
         self.data_facts = (value, facts, error)
         self.show_hint("data", facts.summary() if facts else "")
-        self.show_error("data", error if value else None)
+        self.show_error("data", error if value and not self.remote_host() else None)  # a host's path: its own
 
     def data_error(self) -> str | None:
         """The data.yaml check for the current text (cached from the live check when it is current)."""
@@ -190,6 +196,8 @@ class NewRunWizard(WizardScreen):
                 gpu_indices(self._value("device") or checks.CPU)
             elif widget_id == "slurm":
                 self.slurm_options()
+            elif widget_id == "host":
+                fleet_wizard.check_host(self._value("host"), self.hosts)
         except UserError as exc:
             return str(exc)
         return None
@@ -207,7 +215,10 @@ class NewRunWizard(WizardScreen):
         errors: dict[str, str] = {}
         fields = ["model-path", "data", "epochs", "batch", "imgsz", "device", "hyp", "workers", "name", "after",
                   "when-free"]
-        for widget_id in fields + (["slurm"] if self.slurm_defaults is not None else []):
+        if self.remote_host():  # the host's yolotui checks its own files and GPUs
+            fields = [f for f in fields if f not in fleet_wizard.LOCAL_CHECKS]
+        for widget_id in fields + (["slurm"] if self.slurm_defaults is not None else []) + (
+                ["host"] if self.hosts else []):
             error = self.data_error() if widget_id == "data" else self.check_field(widget_id)
             if error:
                 errors[widget_id] = error
@@ -217,13 +228,18 @@ class NewRunWizard(WizardScreen):
         model, data = self._model_value(), self._value("data")
         if not model or not data:
             return None
-        return train_args(cfg=model, data=data, epochs=self._value("epochs"), batch_size=self._value("batch"),
+        args = train_args(cfg=model, data=data, epochs=self._value("epochs"), batch_size=self._value("batch"),
                           imgsz=self._value("imgsz"), device=self._value("device") or checks.CPU,
                           hyp=self._value("hyp"), name=self._value("name"), project=self.project,
                           workers=self._value("workers") if self._value("workers") != DEFAULTS["workers"] else None,
                           after=self._value("after"),
                           when_free=None if not self._value("when-free") else self._when_free(),
                           slurm=self.slurm_options() if self.slurm_defaults is not None else None)
+        return args + ["--host", self.remote_host()] if self.remote_host() else args
+
+    def remote_host(self) -> str:
+        """The host the run starts on ('' for here)."""
+        return self._value("host") if self.hosts and self._value("host") != "local" else ""
 
     def _when_free(self) -> str:
         """The --when-free value: '' for 'idle' (no process on the GPUs), else the amount typed."""
@@ -249,6 +265,8 @@ class NewRunWizard(WizardScreen):
         return options
 
     def launched_run(self, result):
+        if self.remote_host():
+            return None  # it is on the host: the runs table shows it (HOST:NAME) at its next reading
         found = super().launched_run(result)
         return found or (Path(self.project).expanduser() / self._value("name")).resolve()
 
