@@ -79,11 +79,21 @@ def all_commands() -> list[tuple[str, list[str]]]:
     return found
 
 
+def _options_below(parser: argparse.ArgumentParser) -> set[str]:
+    """The option strings of `parser` and of its own subcommands (`hosts add --yolotui`), at any depth."""
+    found = {s for a in parser._actions for s in a.option_strings}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found |= _options_below(child)
+    return found
+
+
 def flags_by_command() -> dict[str, set[str]]:
     """Every option string of every subcommand, hidden aliases included (they work when typed)."""
     parser = build_parser(None)
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    flags = {name: {s for a in child._actions for s in a.option_strings} for name, child in sub.choices.items()}
+    flags = {name: _options_below(child) for name, child in sub.choices.items()}
     flags[""] = {s for a in parser._actions for s in a.option_strings}
     return flags
 

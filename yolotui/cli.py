@@ -115,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     module = _load(args.command)
+    args.full_parser = lambda: build_parser(None)  # for `completion`, which describes every command
     try:
         refuse_non_finite(args)
         forwarded = maybe_forward(args, argv)  # --host HOST or HOST:RUN: the same command on that host

@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.shell:
         raise UserError("name a shell: yolotui completion bash, zsh or fish")
-    from yolotui.cli import build_parser
     from yolotui.commands._completion_scripts import SCRIPTS, describe
 
-    sys.stdout.write(SCRIPTS[args.shell](describe(build_parser(None))))
+    # the whole parser comes from the CLI entry point (yolotui.cli sets it), which imports this package
+    sys.stdout.write(SCRIPTS[args.shell](describe(args.full_parser())))
     return 0
