@@ -140,6 +140,7 @@ def test_jobs_and_backends_never_import_torch():
 # The floors of the house, lowest first: a package may import its own floor and those below, never above.
 FLOORS = [
     {"yolotui", "yolotui.errors", "yolotui.formatting", "yolotui.procs", "yolotui.logtext", "yolotui.devices",
+     "yolotui.failure_text", "yolotui.logconfig",
      "yolotui.safe_yaml", "yolotui.telemetry"},
     {"yolotui.runs"},                                      # the run-folder contract: the only hallway
     {"yolotui.usersettings", "yolotui.config", "yolotui.configs", "yolotui.datasets"},

@@ -37,6 +37,7 @@ from typing import Any
 
 from yolotui import procs
 from yolotui.errors import UserError
+from yolotui.logconfig import log, now_iso
 from yolotui.notify import notifier as notifications
 from yolotui.runs import lock
 from yolotui.runs.atomic import append_bytes
@@ -59,7 +60,6 @@ from yolotui.supervisor import gpu_monitor, policy, remedies
 from yolotui.supervisor.children import POLL_S, TrainerChildren, load_libc
 from yolotui.supervisor.decision import PREEMPTED
 from yolotui.supervisor.hostoom import MemoryWatch
-from yolotui.supervisor.logconfig import LOG, log, now_iso  # noqa: F401 (LOG, log: this module's API too)
 from yolotui.supervisor.queued import QueueWait
 from yolotui.supervisor.spot import SpotHandling
 from yolotui.supervisor.stopping import StopHandling
@@ -387,7 +387,7 @@ def _size(path: Path) -> int:
 
 def apply_logging(entry: dict[str, Any] | None) -> None:
     """Configure the supervisor's logging from run.yaml's `logging` entry; the defaults when it cannot apply."""
-    from yolotui.supervisor.logconfig import apply
+    from yolotui.logconfig import apply
 
     try:
         apply(entry, "supervisor")

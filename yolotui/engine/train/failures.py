@@ -16,7 +16,7 @@ import errno
 import os
 
 from yolotui.errors import UserError
-from yolotui.supervisor.failure_text import classify_text
+from yolotui.failure_text import classify_text
 
 OOM, COMM, NAN, DATA, CRASH, DISK = "oom", "comm", "nan", "data", "crash", "disk"
 

@@ -393,8 +393,8 @@ def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
 
 def apply_logging(run_dir: Path) -> None:
     """Configure logging from run.yaml's `logging` entry (re-applied on every attempt); defaults without one."""
+    from yolotui.logconfig import apply
     from yolotui.runs.runconfig import read_run_config, run_yaml_path
-    from yolotui.supervisor.logconfig import apply
 
     entry = None
     if run_yaml_path(run_dir).exists():
