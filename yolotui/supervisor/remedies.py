@@ -1,4 +1,5 @@
-"""Remedies: what the supervisor changes before retrying a failed attempt, by failure class (DESIGN.md).
+"""Remedies: what the supervisor changes before retrying a failed attempt, by failure class
+(docs/architecture.md, "Failure classes").
 
 | class  | remedy                                                                                        |
 | ------ | --------------------------------------------------------------------------------------------- |

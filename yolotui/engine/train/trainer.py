@@ -1,4 +1,5 @@
-"""The trainer process: trains one run directory, writing events, results, checkpoints (DESIGN.md).
+"""The trainer process: trains one run directory, writing events, results, checkpoints
+(docs/architecture.md, "The run folder").
 
 `python -m yolotui.engine train --run-dir RUN` reads RUN/opt.yaml and RUN/hyp.yaml. When RUN/weights/last.pt
 exists it resumes from it exactly: model, EMA, optimizer (and accumulated gradients), scaler, RNG, early-stop
