@@ -23,8 +23,6 @@ MAX_FUNCTION_LINES = 80
 ALLOWLIST: dict[str, int] = {
     "yolotui/backends/ultralytics/shim.py:run_training": 82,
     "yolotui/engine/tools/export.py": 465,
-    "yolotui/health/pickle_scan.py": 454,
-    "yolotui/health/pickle_scan.py:_walk": 291,
     "yolotui/placement/launcher.py:_start": 90,
     "yolotui/supervisor/control.py:stop": 88,
     "yolotui/supervisor/process.py:Supervisor.run": 128,
