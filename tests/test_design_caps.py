@@ -26,7 +26,6 @@ ALLOWLIST: dict[str, int] = {
     "yolotui/placement/launcher.py:_start": 90,
     "yolotui/supervisor/control.py:stop": 88,
     "yolotui/supervisor/process.py:Supervisor.run": 128,
-    "yolotui/supervisor/remedies.py:plan_remedy": 117,
 }
 
 
