@@ -282,6 +282,12 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
     record = (status.stop if status is not None else None) or {}
     term_sent = bool(record.get("term_sent")) or (direct_term is not None and not force)
     kill_sent = bool(record.get("kill_sent")) or direct_kill
+    return _stop_result(run_dir, name, state, pgid, seconds, term_sent, kill_sent, grace_s)
+
+
+def _stop_result(run_dir: Path, name: str, state: str, pgid: int | None, seconds: float, term_sent: bool,
+                 kill_sent: bool, grace_s: float) -> StopResult:
+    """The result of a stop that waited: how the run ended and the signals it took, in words."""
     result = StopResult(str(run_dir), name, was_running=True, state=state, term_sent=term_sent,
                         kill_sent=kill_sent, seconds=seconds, pgid=pgid)
     signals = []
