@@ -278,7 +278,7 @@ def export(options: ExportOptions, log: Callable[[str], None] = print) -> Export
 def _export(options: ExportOptions, log: Callable[[str], None]) -> ExportReport:
     from yolotui.engine.model import convert_for_inference
     from yolotui.engine.tools.weights import load_model_for_eval
-    from yolotui.engine.train.trainer import select_device
+    from yolotui.engine.train.startup import select_device
 
     started = time.perf_counter()
     device = select_device(options.device)
