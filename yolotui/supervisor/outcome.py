@@ -18,7 +18,7 @@ from yolotui.notify import notifier as notifications
 from yolotui.runs.layout import RESTARTING, TRAIN_LOG
 from yolotui.supervisor import gpu_monitor, policy, remedies
 from yolotui.supervisor.children import POLL_S
-from yolotui.supervisor.decision import Decision
+from yolotui.supervisor.decision import COMM, Decision
 
 
 class AttemptOutcome:
@@ -51,7 +51,7 @@ class AttemptOutcome:
                 remedies.record_remedy_event(self.run_dir, attempt, decision)
             except (OSError, UserError) as exc:  # a full disk or a planted link: the status still says it
                 log(f"warning: cannot write the remedy event: {getattr(exc, 'strerror', None) or exc}")
-        if decision.failure_class == policy.COMM:
+        if decision.failure_class == COMM:
             self.comm_failures = [*self.comm_failures, record["ended"]]
         if decision.retry and not decision.counted:
             self.uncounted_attempts += 1

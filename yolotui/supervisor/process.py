@@ -53,7 +53,7 @@ from yolotui.runs.layout import (
 )
 from yolotui.runs.lock import LOCK_FD_FLAG
 from yolotui.runs.manifest import reconcile_run
-from yolotui.runs.runconfig import handles_save_signal, read_run_config
+from yolotui.runs.runconfig import handles_save_signal, read_run_config, restart_settings
 from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status_resilient
 from yolotui.supervisor import gpu_monitor, policy
 from yolotui.supervisor.children import TrainerChildren, load_libc
@@ -195,7 +195,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling, Attempt
         """Read run.yaml and reset status.json for a new life of the run; returns the attempt limit."""
         self.config = read_run_config(self.run_dir)
         apply_logging(self.config.get("logging"))
-        max_attempts, _, _ = policy.restart_settings(self.config)
+        max_attempts, _, _ = restart_settings(self.config)
         previous = read_status(self.run_dir)
         self.status = previous if previous is not None else RunStatus()
         self.status.name = self.status.name or str(self.config.get("name") or self.run_dir.name)
