@@ -120,9 +120,9 @@ def refuse_live_slurm_job(run_dir: Path) -> None:
     job = (status.slurm or {}).get("job_id") if status is not None and status.slurm else None
     if not job:
         return
-    from yolotui.placement import slurm
+    from yolotui.runs.slurm_state import job_info
 
-    info = slurm.job_info(str(job), fresh=True)
+    info = job_info(str(job), fresh=True)
     if info is not None and (info.pending or (info.active and status.state in LIVE_STATES)):
         raise UserError(f"run {run_dir} is SLURM job {job}, still {info.state.lower()}: stop it first "
                         f"(yolotui stop {run_dir.name}) or use another name")

@@ -312,11 +312,12 @@ def _stop_slurm_job(run_dir: Path, status: RunStatus, force: bool, grace_s: floa
     --signal=TERM` (its supervisor stops the trainer: checkpoint, then the job ends), or a plain `scancel`
     with `force`. With `wait`, polls the job's state until the run has ended."""
     from yolotui.placement import slurm
+    from yolotui.runs import slurm_state
 
     name = _name(run_dir, status)
     job = str(status.slurm["job_id"])
     started = time.monotonic()
-    info = slurm.job_info(job, fresh=True)
+    info = slurm_state.job_info(job, fresh=True)
     request_stop(run_dir, force, grace_s)  # read by the supervisor, should it be starting right now
     if info is not None and (info.pending or status.state == QUEUED):
         # nothing to checkpoint: the job waits in the queue, or its supervisor has not started yet

@@ -108,7 +108,7 @@ class RunHeader(Panel):
             text.append("  elapsed ", self.style_for("label"))
             text.append(format_duration(elapsed))
         if view.slurm:
-            from yolotui.placement.slurm import short_text
+            from yolotui.runs.slurm_state import short_text
 
             text.append("  slurm ", self.style_for("label"))
             text.append(short_text(view.slurm))
