@@ -185,7 +185,8 @@ def test_a_conversion_mistake_is_still_caught(tmp_path):
     from trainkit import make_run, run_trainer
 
     from yolotui.engine.model import convert_for_inference
-    from yolotui.engine.tools.export import compare_outputs, head_outputs, sample_batch
+    from yolotui.engine.tools.export import sample_batch
+    from yolotui.engine.tools.parity import compare_outputs, head_outputs
 
     run = make_run(tmp_path, "r", data=make_data(tmp_path / "data", n_train=16, n_val=4, img=IMG), epochs=1,
                    batch_size=8)

@@ -13,10 +13,10 @@ import yaml
 from runs_helpers import reap_runs  # noqa: F401 - reap_runs is an autouse fixture
 from test_recovery_runs import train, wait_ended
 
+from yolotui import logconfig
 from yolotui.errors import UserError
 from yolotui.runs.runconfig import read_run_config
 from yolotui.runs.status import read_status
-from yolotui.supervisor import logconfig
 
 DEBUG_FILE_CONFIG = {
     "version": 1,

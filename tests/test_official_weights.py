@@ -24,7 +24,8 @@ from trainkit import TINY_CFG, make_data, make_run
 from yolotui.backends.official.weights import load_weights_source, read_official
 from yolotui.engine.model import build_model
 from yolotui.engine.tools.weights import load_model_for_eval
-from yolotui.engine.train.trainer import EngineOverrides, Trainer, transfer_weights
+from yolotui.engine.train.startup import transfer_weights
+from yolotui.engine.train.trainer import EngineOverrides, Trainer
 from yolotui.errors import UserError
 
 FAKE_MODULES = ("models", "models.yolo", "models.common")

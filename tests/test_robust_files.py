@@ -202,7 +202,7 @@ def test_billion_laughs_is_refused_everywhere_yolotui_reads_yaml(tmp_path):
 
 
 def test_settings_and_log_config_yaml_are_bounded_too(tmp_path):
-    from yolotui.supervisor.logconfig import load
+    from yolotui.logconfig import load
     from yolotui.usersettings import read_yaml_mapping
 
     bomb = tmp_path / "logging.yaml"
@@ -288,7 +288,7 @@ def test_a_cpu_allocation_failure_is_not_oom():
     import torch
 
     from yolotui.engine.train.failures import classify_exception
-    from yolotui.supervisor.failure_text import classify_text
+    from yolotui.failure_text import classify_text
 
     try:
         torch.empty(1 << 50, dtype=torch.uint8)  # 1 PiB on the CPU: the allocator refuses at once

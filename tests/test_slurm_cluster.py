@@ -71,10 +71,10 @@ def _explain(run_dir: Path) -> str:
         tail = path.read_text(errors="replace").splitlines()[-15:] if path.exists() else ["(missing)"]
         parts.append(f"--- {name}\n" + "\n".join(tail))
     job = (status.slurm or {}).get("job_id") if status else None
-    from yolotui.placement import slurm
+    from yolotui.runs import slurm_state
 
-    parts.append(f"--- yolotui's view: missing={sorted(slurm._CACHE.get('missing', ()))} "
-                 f"cached={ {k: v for k, v in (slurm._CACHE.get('squeue') or (0, {}))[1].items()} if (slurm._CACHE.get('squeue') or (0, None))[1] else None}")
+    parts.append(f"--- yolotui's view: missing={sorted(slurm_state._CACHE.get('missing', ()))} "
+                 f"cached={ {k: v for k, v in (slurm_state._CACHE.get('squeue') or (0, {}))[1].items()} if (slurm_state._CACHE.get('squeue') or (0, None))[1] else None}")
     for argv in (["squeue", "-h", "-t", "all", "-o", "%i|%T|%r|%N|%L"], ["scontrol", "show", "job", str(job)]):
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)

@@ -98,7 +98,7 @@ def test_storage_note_single_node_shared_fs_and_local_disk(tmp_path, monkeypatch
 def _fake_squeue(monkeypatch, lines: str | None) -> list[list[str]]:
     calls: list[list[str]] = []
 
-    def fake_run(argv, timeout=slurm.QUERY_TIMEOUT_S):
+    def fake_run(argv, timeout=slurm_state.QUERY_TIMEOUT_S):
         calls.append(argv)
         if argv[0] == "sacct":
             return None
@@ -106,7 +106,7 @@ def _fake_squeue(monkeypatch, lines: str | None) -> list[list[str]]:
 
     monkeypatch.setattr(slurm, "_run", fake_run)
     monkeypatch.setattr(slurm_state, "_run", fake_run)
-    slurm._CACHE.clear()
+    slurm_state._CACHE.clear()
     return calls
 
 
@@ -114,29 +114,29 @@ def test_state_comes_from_the_job_not_the_lock(monkeypatch):
     calls = _fake_squeue(monkeypatch, "11|PENDING|Priority|(null)|1:00:00|1:00:00\n"
                                       "12|RUNNING|None|node7|0:42:10|1:00:00\n"
                                       "13|COMPLETED|None|node7|0:00|1:00:00\n")
-    assert slurm.derived_state("queued", "11") == "queued"
-    assert slurm.describe("11")["reason"] == "Priority"
-    assert slurm.derived_state("running", "12") == "running"
-    assert slurm.derived_state("queued", "12") == "queued"  # the supervisor has not written yet
-    assert slurm.describe("12") == {"job_id": "12", "state": "RUNNING", "reason": "", "nodes": "node7",
+    assert slurm_state.derived_state("queued", "11") == "queued"
+    assert slurm_state.describe("11")["reason"] == "Priority"
+    assert slurm_state.derived_state("running", "12") == "running"
+    assert slurm_state.derived_state("queued", "12") == "queued"  # the supervisor has not written yet
+    assert slurm_state.describe("12") == {"job_id": "12", "state": "RUNNING", "reason": "", "nodes": "node7",
                                     "time_left": "0:42:10"}
-    assert slurm.short_text(slurm.describe("12")) == "job 12 on node7, 0:42:10 left"
-    assert slurm.short_text(slurm.describe("11")) == "job 11 pending (Priority)"
-    assert slurm.derived_state("running", "13") == "interrupted"  # the job ended without the supervisor's word
-    assert slurm.derived_state("finished", "13") == "finished"
-    assert slurm.derived_state("running", "99") == "interrupted"  # forgotten by SLURM
+    assert slurm_state.short_text(slurm_state.describe("12")) == "job 12 on node7, 0:42:10 left"
+    assert slurm_state.short_text(slurm_state.describe("11")) == "job 11 pending (Priority)"
+    assert slurm_state.derived_state("running", "13") == "interrupted"  # the job ended without the supervisor's word
+    assert slurm_state.derived_state("finished", "13") == "finished"
+    assert slurm_state.derived_state("running", "99") == "interrupted"  # forgotten by SLURM
     # one listing for every lookup (cached), and one more look for job 99 missing from it: a listing taken just
     # before a submission by another process lacks the new job, and "missing" must be seen twice to mean ended
     assert sum(1 for c in calls if c[0] == "squeue") == 2
     assert not [c for c in calls if c[0] == "sacct"]  # listings never ask accounting, one call per job
-    slurm.describe("99", accounting=True)  # status/doctor of one run do
+    slurm_state.describe("99", accounting=True)  # status/doctor of one run do
     assert any(c[0] == "sacct" and "99" in c for c in calls)
 
 
 def test_without_squeue_the_recorded_state_is_shown(monkeypatch):
     _fake_squeue(monkeypatch, None)
-    assert slurm.derived_state("running", "12") == "running"
-    assert slurm.describe("12")["state"].startswith("unknown")
+    assert slurm_state.derived_state("running", "12") == "running"
+    assert slurm_state.describe("12")["state"].startswith("unknown")
 
 
 def test_effective_state_and_summary_use_the_job(tmp_path, monkeypatch):
@@ -243,15 +243,15 @@ def test_a_job_submitted_since_the_cached_listing_is_found(monkeypatch):
     answers = ["", "61|PENDING|Priority|(null)|1:00|1:00\n", ""]
     calls: list[list[str]] = []
 
-    def fake_run(argv, timeout=slurm.QUERY_TIMEOUT_S):
+    def fake_run(argv, timeout=slurm_state.QUERY_TIMEOUT_S):
         calls.append(argv)
         return answers[min(len(calls) - 1, len(answers) - 1)]
 
     monkeypatch.setattr(slurm, "_run", fake_run)
     monkeypatch.setattr(slurm_state, "_run", fake_run)
-    slurm._CACHE.clear()
-    assert slurm.job_info("60") is None  # a fresh listing: not looked for again
-    assert slurm.job_info("61").state == "PENDING"  # submitted by another process since: one more listing
+    slurm_state._CACHE.clear()
+    assert slurm_state.job_info("60") is None  # a fresh listing: not looked for again
+    assert slurm_state.job_info("61").state == "PENDING"  # submitted by another process since: one more listing
     assert len(calls) == 2
-    assert slurm.job_info("62") is None and len(calls) == 3  # gone: one look
-    assert slurm.job_info("62") is None and len(calls) == 3  # and not again
+    assert slurm_state.job_info("62") is None and len(calls) == 3  # gone: one look
+    assert slurm_state.job_info("62") is None and len(calls) == 3  # and not again

@@ -14,11 +14,11 @@ from yolotui.config import (
     default_options,
     load_hyp,
     opt_yaml_dict,
-    parse_device,
     round_imgsz,
     validate_options,
 )
 from yolotui.configs import resolve_hyp
+from yolotui.devices import parse_device
 from yolotui.errors import UserError
 
 

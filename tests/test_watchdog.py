@@ -14,9 +14,9 @@ import yaml
 from runs_helpers import reap_runs, wait_for  # noqa: F401 - reap_runs is an autouse fixture
 from test_recovery_runs import events_of, train, wait_ended
 
+from yolotui.failure_text import classify_text
 from yolotui.runs.status import read_status
 from yolotui.supervisor import policy
-from yolotui.supervisor.failure_text import classify_text
 from yolotui.supervisor.hostoom import MemoryWatch, oom_kill_count
 from yolotui.supervisor.watchdog import StallWatch, WatchdogSettings, step_times
 

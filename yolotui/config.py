@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from yolotui import safe_yaml
-from yolotui.devices import cuda_device_count, device_string, parse_device  # noqa: F401 (re-exported)
+from yolotui.devices import device_string, parse_device
 from yolotui.errors import UserError
 from yolotui.runs.atomic import atomic_write_text
 

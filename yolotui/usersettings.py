@@ -1,7 +1,7 @@
 """settings.yaml in yolotui's config folder, read by the job layer (notification targets, log defaults).
 
 The TUI keeps its theme choice in the same file (yolotui/tui/themes.py); the job layer reads only its own keys:
-`notify` (see yolotui/notify/notifier.py), `log_config` and `log_level` (see yolotui/supervisor/logconfig.py),
+`notify` (see yolotui/notify/notifier.py), `log_config` and `log_level` (see yolotui/logconfig.py),
 `watchdog` (see yolotui/supervisor/watchdog.py), `mirror` (yolotui/mirror/settings.py) and `preempt` (`{url,
 every_s}`, yolotui/placement/preempt.py). `read_yaml_mapping` reads a YAML mapping through the one bounded
 reader, yolotui.safe_yaml.load_mapping (runs may not import yolotui.config, a package circle; safe_yaml is a leaf).

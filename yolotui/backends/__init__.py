@@ -1,8 +1,12 @@
-"""Backends: the kinds of trainer yolotui can run (see yolotui/backends/base.py for the interface).
+"""Backends: the kinds of trainer yolotui can run.
 
-`get_backend(name)` returns the backend run.yaml's `backend` names. REGISTRY maps each name to
-"module:Class", imported only when asked for, so adding a backend is one line here (or a
-`register_backend` call) and never slows down `yolotui ls`.
+base.py is the interface (Backend, Capabilities, CommandRequest, LaunchSpec, RunOutputs, the remedy names;
+docs/architecture.md, "Backend interface"). One package per backend: engine/ (yolotui's own trainer), exec/
+(any command), official/ (the official YOLOv9 repository), ultralytics/ (ultralytics' trainer).
+
+`get_backend(name)` returns the backend run.yaml's `backend` names. REGISTRY maps each name to "module:Class",
+imported only when asked for, so adding a backend is one line here (or a `register_backend` call) and never
+slows down `yolotui ls`.
 """
 
 from __future__ import annotations

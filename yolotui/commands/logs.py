@@ -1,5 +1,5 @@
 """`yolotui logs RUN [--follow] [--tail N] [--raw] [--level L]`: print a run's train.log; with --follow, until it
-ends. With --level, only lines at that level or above (yolotui.supervisor.logconfig.level_of_line: the `LEVEL: `
+ends. With --level, only lines at that level or above (yolotui.logconfig.level_of_line: the `LEVEL: `
 prefix of yolotui's own records, else what the text shows; attempt markers always).
 
 Progress-bar lines show their final state and repeated tracebacks are collapsed (yolotui/logtext.py), as
@@ -112,7 +112,7 @@ def _at_level(lines: list[str], level: str | None) -> list[str]:
         return lines
     import logging
 
-    from yolotui.supervisor.logconfig import level_of_line
+    from yolotui.logconfig import level_of_line
 
     floor = logging.getLevelName(level)
     return [line for line in lines if level_of_line(line) >= floor]

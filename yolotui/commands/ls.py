@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     header = ("NAME", "STATE", "EPOCH", "mAP50-95", "CKPT", "DEVICE", "STARTED")
     with_slurm = any(s.slurm for s in summaries)  # a SLURM column only where some run is a SLURM job
     if with_slurm:
-        from yolotui.placement.slurm import short_text
+        from yolotui.runs.slurm_state import short_text
 
         header += ("SLURM",)
     rows = []

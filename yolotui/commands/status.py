@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         lines.append(f"problem    {problem}")
     if summary.slurm:
-        from yolotui.placement.slurm import short_text
+        from yolotui.runs.slurm_state import short_text
 
         lines.append(f"slurm      {short_text(summary.slurm)}")
     if summary.state == INTERRUPTED and not summary.slurm:

@@ -1,7 +1,9 @@
 """Shipped configuration files (model YAMLs, hyperparameters) as torch-free package data.
 
-Model configs live in `models/` (yolov9-t/s/m/c/e and gelan-t/s/m/c/e); `models/summary.json` holds
-their layers, parameters and GFLOPs at nc=80, 640x640, so the TUI can show them without importing torch.
+Model configs live in `models/` (yolov9-t/s/m/c/e and gelan-t/s/m/c/e); `models/summary.json` holds their
+layers, parameters and GFLOPs at nc=80, 640x640, so the TUI can show them without importing torch. hyp.py
+resolves a --hyp value (a path or a shipped file's name); recipe.py picks the hyperparameter recipe of a new
+run without --hyp; modules.py names the engine's building blocks for torch-free checks of a model YAML.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """YOLO-format data sets without torch: data.yaml, image listing, label checks, demo data.
 
-The TUI's new-run wizard and `yolotui check-data` use this package; it never imports torch or
+config.py loads data.yaml (official and ultralytics forms); files.py lists images and maps them to label
+paths; check.py checks labels and images (cached beside the labels); demo.py draws the demo data set of
+coloured shapes. The TUI's new-run wizard and `yolotui check-data` use this package; it never imports torch or
 yolotui.engine (the augmenting loaders live in yolotui.engine.data).
 """
 

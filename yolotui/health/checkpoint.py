@@ -25,7 +25,7 @@ from typing import Any
 
 from yolotui.health import ultralytics_layout
 from yolotui.health.container import ContainerError, has_zip_end_record, looks_like_zip, read_container
-from yolotui.health.pickle_scan import Call, Global, PersistentRef, PickleScanError, plain, scan_pickle
+from yolotui.health.pickle_scan import Call, Global, PersistentRef, PickleScanError, scan_pickle
 
 YOLOTUI = "yolotui"
 OFFICIAL = "official"
@@ -375,3 +375,30 @@ def _describe(value: Any) -> str:
     if isinstance(value, PersistentRef):
         return "a persistent reference"
     return type(value).__name__
+
+
+def plain(value: Any, depth: int = 0) -> Any:
+    """`value` as JSON-ready plain data: symbols become short descriptive strings, tensors their shape."""
+    if depth > 20:
+        return "..."
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, dict):
+        return {str(k): plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((plain(v, depth + 1) for v in value), key=repr)
+    if isinstance(value, Call):
+        if value.func == Global("torch.torch_version", "TorchVersion") and isinstance(value.args, tuple) \
+                and value.args and isinstance(value.args[0], str):
+            return value.args[0]  # torch.__version__ is a str subclass
+        if isinstance(value.func, Global) and value.func.name.startswith("_rebuild_tensor"):
+            shape = value.args[2] if isinstance(value.args, tuple) and len(value.args) > 2 else None
+            return f"<tensor {list(shape) if isinstance(shape, tuple) else '?'}>"
+        return f"<{value.func}>"
+    if isinstance(value, Global):
+        return f"<{value}>"
+    return f"<{type(value).__name__}>"

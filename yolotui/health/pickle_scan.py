@@ -119,7 +119,7 @@ def _make_call(func: Any, args: Any) -> Any:
 def scan_pickle(data: bytes, max_opcodes: int = 20_000_000) -> ScanResult:
     """Walk the pickle in `data` symbolically and return its top-level value; PickleScanError if torn."""
     try:
-        return _walk(data, max_opcodes)
+        return _Walker(data, max_opcodes).run()
     except PickleScanError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, MemoryError) as exc:
@@ -127,297 +127,305 @@ def scan_pickle(data: bytes, max_opcodes: int = 20_000_000) -> ScanResult:
         raise PickleScanError(f"malformed pickle ({type(exc).__name__}: {exc})") from exc
 
 
-def _walk(data: bytes, max_opcodes: int) -> ScanResult:
-    stack: list[Any] = []
-    memo: dict[int, Any] = {}
-    globals_seen: set[Global] = set()
-    pids: list[Any] = []
-    pos = 0
-    size = len(data)
-    count = 0
-    unpack_from = struct.unpack_from
+STOP = 0x2E
+_CONSTANTS = {0x4E: lambda: None, 0x88: lambda: True, 0x89: lambda: False, 0x29: tuple, 0x7D: dict, 0x5D: list,
+              0x8F: set}  # NONE, NEWTRUE, NEWFALSE, EMPTY_TUPLE, EMPTY_DICT, EMPTY_LIST, EMPTY_SET
+_NUMBERS = {0x4B: ("<B", 1), 0x4D: ("<H", 2), 0x4A: ("<i", 4), 0x47: (">d", 8)}  # BININT1/2, BININT, BINFLOAT
+_UNICODE_WIDTHS = {0x58: "<I", 0x8C: "<B", 0x8D: "<Q"}  # BINUNICODE, SHORT_BINUNICODE, BINUNICODE8
+# BINBYTES, SHORT_BINBYTES, BINBYTES8, BYTEARRAY8, BINSTRING, SHORT_BINSTRING: the length's width in bytes
+_BYTES_WIDTHS = {0x42: 4, 0x43: 1, 0x8E: 8, 0x96: 8, 0x54: 4, 0x55: 1}
+_EXT_WIDTHS = {0x82: 1, 0x83: 2, 0x84: 4}  # EXT1, EXT2, EXT4: a registered extension code names a global
+_SKIPPED = {0x80: 1, 0x95: 8, 0x98: 0}  # PROTO, FRAME (a hint for buffered readers), READONLY_BUFFER
 
-    def need(n: int) -> None:
-        if pos + n > size:
+
+class _Walker:
+    """The symbolic unpickler's state (stack, memo, position) and one method per family of opcodes."""
+
+    def __init__(self, data: bytes, max_opcodes: int) -> None:
+        self.data, self.size, self.max_opcodes = data, len(data), max_opcodes
+        self.pos = 0
+        self.count = 0
+        self.stack: list[Any] = []
+        self.memo: dict[int, Any] = {}
+        self.globals_seen: set[Global] = set()
+        self.pids: list[Any] = []
+
+    def need(self, n: int) -> None:
+        if self.pos + n > self.size:
             raise PickleScanError("pickle is truncated")
 
-    def pop() -> Any:
-        if not stack:
+    def pop(self) -> Any:
+        if not self.stack:
             raise PickleScanError("pickle pops an empty stack")
-        return stack.pop()
+        return self.stack.pop()
 
-    def top() -> Any:
-        if not stack:
+    def top(self) -> Any:
+        if not self.stack:
             raise PickleScanError("pickle pops an empty stack")
-        return stack[-1]
+        return self.stack[-1]
 
-    while True:
-        if pos >= size:
-            raise PickleScanError("pickle is truncated (no STOP opcode)")
-        op = data[pos]
-        pos += 1
-        count += 1
-        if count > max_opcodes:
-            raise PickleScanError("pickle is too large to scan")
-        # Ordered roughly by how often torch checkpoints use them.
-        if op == 0x71:  # BINPUT
-            need(1)
-            if stack:
-                memo[data[pos]] = stack[-1]
+    def line(self) -> bytes:
+        text, self.pos = _line(self.data, self.pos)
+        return text
+
+    def take(self, n: int) -> bytes:
+        """The next `n` bytes, checked to be there."""
+        self.need(n)
+        raw = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return raw
+
+    def run(self) -> ScanResult:
+        data, stack, memo, size, handlers = self.data, self.stack, self.memo, self.size, _HANDLERS
+        pos, count, max_opcodes = self.pos, self.count, self.max_opcodes
+        while True:
+            if pos >= size:
+                raise PickleScanError("pickle is truncated (no STOP opcode)")
+            op = data[pos]
             pos += 1
-        elif op == 0x68:  # BINGET
-            need(1)
-            try:
+            count += 1
+            if count > max_opcodes:
+                raise PickleScanError("pickle is too large to scan")
+            # The commonest opcodes of a torch state dict, inline when well-formed (a method call each would
+            # double the walk's time); anything unusual takes the general handler below.
+            if op == 0x72 and pos + 4 <= size:  # LONG_BINPUT
+                if stack:
+                    memo[int.from_bytes(data[pos : pos + 4], "little")] = stack[-1]
+                pos += 4
+            elif op == 0x68 and pos < size and data[pos] in memo:  # BINGET
                 stack.append(memo[data[pos]])
-            except KeyError as exc:
-                raise PickleScanError("pickle reads a memo slot it never wrote") from exc
-            pos += 1
-        elif op == 0x72:  # LONG_BINPUT
-            need(4)
-            if stack:
-                memo[unpack_from("<I", data, pos)[0]] = stack[-1]
-            pos += 4
-        elif op == 0x6A:  # LONG_BINGET
-            need(4)
+                pos += 1
+            elif op == 0x4B and pos < size:  # BININT1
+                stack.append(data[pos])
+                pos += 1
+            elif op == 0x28:  # MARK
+                stack.append(MARK)
+            elif op == STOP:
+                if len(stack) != 1:
+                    raise PickleScanError("pickle stops with a malformed stack")
+                return ScanResult(stack[0], self.globals_seen, self.pids, count)
+            else:
+                handler = handlers.get(op)
+                if handler is None:
+                    raise PickleScanError(f"not a pickle: unknown opcode 0x{op:02x} at byte {pos - 1}")
+                self.pos, self.count = pos, count
+                handler(self, op)
+                pos = self.pos
+
+    def put(self, op: int) -> None:
+        """BINPUT, LONG_BINPUT: remember the top of the stack under a 1- or 4-byte key."""
+        width = 1 if op == 0x71 else 4
+        pos = self.pos
+        if pos + width > self.size:
+            raise PickleScanError("pickle is truncated")
+        if self.stack:
+            self.memo[self.data[pos] if width == 1 else int.from_bytes(self.data[pos : pos + 4], "little")] = \
+                self.stack[-1]
+        self.pos = pos + width
+
+    def get(self, op: int) -> None:
+        """BINGET, LONG_BINGET: push what a 1- or 4-byte key remembers."""
+        width = 1 if op == 0x68 else 4
+        pos = self.pos
+        if pos + width > self.size:
+            raise PickleScanError("pickle is truncated")
+        key = self.data[pos] if width == 1 else int.from_bytes(self.data[pos : pos + 4], "little")
+        if key not in self.memo:
+            raise PickleScanError("pickle reads a memo slot it never wrote")
+        self.stack.append(self.memo[key])
+        self.pos = pos + width
+
+    def memo_text(self, op: int) -> None:
+        """MEMOIZE, and the text forms PUT and GET."""
+        if op == 0x94:
+            if self.stack:
+                self.memo[len(self.memo)] = self.stack[-1]
+            return
+        key = _parse_int(self.line())
+        if op == 0x70:
+            if self.stack:
+                self.memo[key] = self.stack[-1]
+        elif key not in self.memo:
+            raise PickleScanError("pickle reads a memo slot it never wrote")
+        else:
+            self.stack.append(self.memo[key])
+
+    def constant(self, op: int) -> None:
+        self.stack.append(_CONSTANTS[op]())
+
+    def number(self, op: int) -> None:
+        fmt, width = _NUMBERS[op]
+        self.need(width)
+        self.stack.append(struct.unpack_from(fmt, self.data, self.pos)[0])
+        self.pos += width
+
+    def long(self, op: int) -> None:
+        """LONG1, LONG4: a little-endian two's-complement integer of a given length."""
+        width = 1 if op == 0x8A else 4
+        self.need(width)
+        n = int.from_bytes(self.data[self.pos : self.pos + width], "little", signed=width == 4)
+        self.pos += width
+        if n < 0:
+            raise PickleScanError("pickle has a negative length")
+        self.stack.append(int.from_bytes(self.take(n), "little", signed=True))
+
+    def unicode(self, op: int) -> None:
+        fmt = _UNICODE_WIDTHS[op]
+        width = struct.calcsize(fmt)
+        self.need(width)
+        n = struct.unpack_from(fmt, self.data, self.pos)[0]
+        self.pos += width
+        self.stack.append(self.take(n).decode("utf-8", "surrogatepass"))
+
+    def raw_bytes(self, op: int) -> None:
+        width = _BYTES_WIDTHS[op]
+        self.need(width)
+        n = int.from_bytes(self.data[self.pos : self.pos + width], "little", signed=op == 0x54)
+        self.pos += width
+        if n < 0:
+            raise PickleScanError("pickle has a negative length")
+        raw = self.take(n)
+        self.stack.append(raw.decode("latin-1") if op in (0x54, 0x55) else raw)
+
+    def text_value(self, op: int) -> None:
+        """INT (also the protocol-0 spelling of True/False), LONG, FLOAT, STRING, UNICODE: values as text lines."""
+        text = self.line()
+        if op == 0x49:
+            self.stack.append(True if text == b"01" else False if text == b"00" else _parse_int(text))
+        elif op == 0x4C:
+            self.stack.append(_parse_int(text.rstrip(b"L")))
+        elif op == 0x46:
             try:
-                stack.append(memo[unpack_from("<I", data, pos)[0]])
-            except KeyError as exc:
-                raise PickleScanError("pickle reads a memo slot it never wrote") from exc
-            pos += 4
-        elif op == 0x94:  # MEMOIZE
-            if stack:
-                memo[len(memo)] = stack[-1]
-        elif op == 0x4B:  # BININT1
-            need(1)
-            stack.append(data[pos])
-            pos += 1
-        elif op == 0x4D:  # BININT2
-            need(2)
-            stack.append(unpack_from("<H", data, pos)[0])
-            pos += 2
-        elif op == 0x4A:  # BININT
-            need(4)
-            stack.append(unpack_from("<i", data, pos)[0])
-            pos += 4
-        elif op == 0x58:  # BINUNICODE
-            need(4)
-            n = unpack_from("<I", data, pos)[0]
-            pos += 4
-            need(n)
-            stack.append(data[pos : pos + n].decode("utf-8", "surrogatepass"))
-            pos += n
-        elif op == 0x8C:  # SHORT_BINUNICODE
-            need(1)
-            n = data[pos]
-            pos += 1
-            need(n)
-            stack.append(data[pos : pos + n].decode("utf-8", "surrogatepass"))
-            pos += n
-        elif op == 0x8D:  # BINUNICODE8
-            need(8)
-            n = unpack_from("<Q", data, pos)[0]
-            pos += 8
-            need(n)
-            stack.append(data[pos : pos + n].decode("utf-8", "surrogatepass"))
-            pos += n
-        elif op == 0x28:  # MARK
-            stack.append(MARK)
-        elif op == 0x74:  # TUPLE
+                self.stack.append(float(text))
+            except ValueError as exc:
+                raise PickleScanError("pickle has a malformed FLOAT") from exc
+        else:
+            self.stack.append(text.decode("latin-1" if op == 0x53 else "raw_unicode_escape").strip("'\""))
+
+    def marks(self, op: int) -> None:
+        """POP, POP_MARK, DUP (MARK is pushed in run)."""
+        stack = self.stack
+        if op == 0x30:
+            if stack and stack[-1] is MARK:
+                stack.pop()
+            else:
+                self.pop()
+        elif op == 0x31:
+            _pop_mark(stack)
+        else:
+            stack.append(self.top())
+
+    def sequence(self, op: int) -> None:
+        """TUPLE, TUPLE1/2/3, LIST, DICT, FROZENSET: built from the stack."""
+        stack = self.stack
+        if op in (0x85, 0x86, 0x87):
+            items = [self.pop() for _ in range(op - 0x84)]
+            stack.append(tuple(reversed(items)))
+        elif op == 0x74:
             stack.append(tuple(_pop_mark(stack)))
-        elif op == 0x29:  # EMPTY_TUPLE
-            stack.append(())
-        elif op == 0x85:  # TUPLE1
-            stack.append((pop(),))
-        elif op == 0x86:  # TUPLE2
-            b = pop()
-            a = pop()
-            stack.append((a, b))
-        elif op == 0x87:  # TUPLE3
-            c = pop()
-            b = pop()
-            a = pop()
-            stack.append((a, b, c))
-        elif op == 0x52:  # REDUCE
-            args = pop()
-            func = pop()
-            stack.append(_make_call(func, args))
-        elif op == 0x51:  # BINPERSID
-            pid = pop()
-            pids.append(pid)
-            stack.append(PersistentRef(pid))
-        elif op == 0x50:  # PERSID
-            text, pos = _line(data, pos)
-            pid = text.decode("ascii", "replace")
-            pids.append(pid)
-            stack.append(PersistentRef(pid))
-        elif op == 0x63:  # GLOBAL
-            module, pos = _line(data, pos)
-            name, pos = _line(data, pos)
-            ref = Global(module.decode("utf-8", "replace"), name.decode("utf-8", "replace"))
-            globals_seen.add(ref)
-            stack.append(ref)
-        elif op == 0x93:  # STACK_GLOBAL
-            name = pop()
-            module = pop()
-            ref = Global(str(module), str(name))
-            globals_seen.add(ref)
-            stack.append(ref)
-        elif op == 0x89:  # NEWFALSE
-            stack.append(False)
-        elif op == 0x88:  # NEWTRUE
-            stack.append(True)
-        elif op == 0x4E:  # NONE
-            stack.append(None)
-        elif op == 0x7D:  # EMPTY_DICT
-            stack.append({})
-        elif op == 0x5D:  # EMPTY_LIST
-            stack.append([])
-        elif op == 0x73:  # SETITEM
-            value = pop()
-            key = pop()
-            _set_items(top(), [key, value])
-        elif op == 0x75:  # SETITEMS
+        elif op == 0x6C:
+            stack.append(list(_pop_mark(stack)))
+        elif op == 0x64:
+            built: dict[Any, Any] = {}
+            _set_items(built, _pop_mark(stack))
+            stack.append(built)
+        else:
+            stack.append(frozenset(_hashable(v) for v in _pop_mark(stack)))
+
+    def fill(self, op: int) -> None:
+        """SETITEM, SETITEMS, APPEND, APPENDS, ADDITEMS, BUILD: add to the object on top of the stack."""
+        stack = self.stack
+        if op == 0x73:
+            value = self.pop()
+            key = self.pop()
+            _set_items(self.top(), [key, value])
+        elif op == 0x75:
             pairs = _pop_mark(stack)
-            _set_items(top(), pairs)
-        elif op == 0x61:  # APPEND
-            value = pop()
-            _append_items(top(), [value])
-        elif op == 0x65:  # APPENDS
+            _set_items(self.top(), pairs)
+        elif op == 0x61:
+            value = self.pop()
+            _append_items(self.top(), [value])
+        elif op == 0x65:
             values = _pop_mark(stack)
-            _append_items(top(), values)
-        elif op == 0x62:  # BUILD
-            state = pop()
-            if isinstance(top(), Call):
+            _append_items(self.top(), values)
+        elif op == 0x90:
+            values = _pop_mark(stack)
+            if stack and isinstance(stack[-1], set):
+                stack[-1].update(_hashable(v) for v in values)
+        else:  # BUILD
+            state = self.pop()
+            if isinstance(self.top(), Call):
                 stack[-1].state = state
-        elif op == 0x47:  # BINFLOAT
-            need(8)
-            stack.append(unpack_from(">d", data, pos)[0])
-            pos += 8
-        elif op == 0x8A:  # LONG1
-            need(1)
-            n = data[pos]
-            pos += 1
-            need(n)
-            stack.append(int.from_bytes(data[pos : pos + n], "little", signed=True))
-            pos += n
-        elif op == 0x8B:  # LONG4
-            need(4)
-            n = unpack_from("<i", data, pos)[0]
-            pos += 4
-            if n < 0:
-                raise PickleScanError("pickle has a negative length")
-            need(n)
-            stack.append(int.from_bytes(data[pos : pos + n], "little", signed=True))
-            pos += n
-        elif op in (0x42, 0x43, 0x8E, 0x96, 0x54, 0x55):  # BINBYTES, SHORT_BINBYTES, BINBYTES8, BYTEARRAY8, BINSTRING, SHORT_BINSTRING
-            width = {0x42: 4, 0x43: 1, 0x8E: 8, 0x96: 8, 0x54: 4, 0x55: 1}[op]
-            need(width)
-            n = int.from_bytes(data[pos : pos + width], "little", signed=op == 0x54)
-            pos += width
-            if n < 0:
-                raise PickleScanError("pickle has a negative length")
-            need(n)
-            raw = data[pos : pos + n]
-            pos += n
-            stack.append(raw.decode("latin-1") if op in (0x54, 0x55) else raw)
-        elif op == 0x80:  # PROTO
-            need(1)
-            pos += 1
-        elif op == 0x95:  # FRAME (a hint for buffered readers; the opcodes simply continue)
-            need(8)
-            pos += 8
-        elif op == 0x2E:  # STOP
-            if len(stack) != 1:
-                raise PickleScanError("pickle stops with a malformed stack")
-            return ScanResult(stack[0], globals_seen, pids, count)
-        elif op == 0x81:  # NEWOBJ
-            args = pop()
-            cls = pop()
-            stack.append(Call(cls, args, how="new"))
-        elif op == 0x92:  # NEWOBJ_EX
-            kwargs = pop()
-            args = pop()
-            cls = pop()
-            stack.append(Call(cls, (args, kwargs), how="new"))
-        elif op == 0x6F:  # OBJ
+
+    def reference(self, op: int) -> None:
+        """GLOBAL, STACK_GLOBAL, EXT1/2/4: a name unpickling would import (recorded, never imported)."""
+        if op == 0x63:
+            module, name = self.line(), self.line()
+            ref = Global(module.decode("utf-8", "replace"), name.decode("utf-8", "replace"))
+        elif op == 0x93:
+            name = self.pop()
+            module = self.pop()
+            ref = Global(str(module), str(name))
+        else:
+            width = _EXT_WIDTHS[op]
+            ref = Global("copyreg-extension", str(int.from_bytes(self.take(width), "little")))
+        self.globals_seen.add(ref)
+        self.stack.append(ref)
+
+    def call(self, op: int) -> None:
+        """REDUCE, NEWOBJ, NEWOBJ_EX, OBJ, INST: what unpickling would call, kept as a Call."""
+        stack = self.stack
+        if op == 0x52:
+            args = self.pop()
+            stack.append(_make_call(self.pop(), args))
+        elif op == 0x81:
+            args = self.pop()
+            stack.append(Call(self.pop(), args, how="new"))
+        elif op == 0x92:
+            kwargs = self.pop()
+            args = self.pop()
+            stack.append(Call(self.pop(), (args, kwargs), how="new"))
+        elif op == 0x6F:
             items = _pop_mark(stack)
             if not items:
                 raise PickleScanError("pickle OBJ without a class")
             stack.append(Call(items[0], tuple(items[1:])))
-        elif op == 0x69:  # INST
-            module, pos = _line(data, pos)
-            name, pos = _line(data, pos)
+        else:  # INST
+            module, name = self.line(), self.line()
             ref = Global(module.decode("utf-8", "replace"), name.decode("utf-8", "replace"))
-            globals_seen.add(ref)
+            self.globals_seen.add(ref)
             stack.append(Call(ref, tuple(_pop_mark(stack))))
-        elif op == 0x30:  # POP
-            if stack and stack[-1] is MARK:
-                stack.pop()
-            else:
-                pop()
-        elif op == 0x31:  # POP_MARK
-            _pop_mark(stack)
-        elif op == 0x32:  # DUP
-            stack.append(top())
-        elif op == 0x49:  # INT (also the protocol-0 spelling of True/False)
-            text, pos = _line(data, pos)
-            if text == b"01":
-                stack.append(True)
-            elif text == b"00":
-                stack.append(False)
-            else:
-                stack.append(_parse_int(text))
-        elif op == 0x4C:  # LONG
-            text, pos = _line(data, pos)
-            stack.append(_parse_int(text.rstrip(b"L")))
-        elif op == 0x46:  # FLOAT
-            text, pos = _line(data, pos)
-            try:
-                stack.append(float(text))
-            except ValueError as exc:
-                raise PickleScanError("pickle has a malformed FLOAT") from exc
-        elif op in (0x53, 0x56):  # STRING, UNICODE (text forms)
-            text, pos = _line(data, pos)
-            stack.append(text.decode("latin-1" if op == 0x53 else "raw_unicode_escape").strip("'\""))
-        elif op == 0x6C:  # LIST
-            stack.append(list(_pop_mark(stack)))
-        elif op == 0x64:  # DICT
-            items = _pop_mark(stack)
-            built: dict[Any, Any] = {}
-            _set_items(built, items)
-            stack.append(built)
-        elif op == 0x8F:  # EMPTY_SET
-            stack.append(set())
-        elif op == 0x90:  # ADDITEMS
-            values = _pop_mark(stack)
-            if stack and isinstance(stack[-1], set):
-                stack[-1].update(_hashable(v) for v in values)
-        elif op == 0x91:  # FROZENSET
-            stack.append(frozenset(_hashable(v) for v in _pop_mark(stack)))
-        elif op in (0x82, 0x83, 0x84):  # EXT1, EXT2, EXT4: a registered extension code names a global
-            width = {0x82: 1, 0x83: 2, 0x84: 4}[op]
-            need(width)
-            code = int.from_bytes(data[pos : pos + width], "little")
-            pos += width
-            ref = Global("copyreg-extension", str(code))
-            globals_seen.add(ref)
-            stack.append(ref)
-        elif op in (0x67, 0x70):  # GET, PUT (text forms)
-            text, pos = _line(data, pos)
-            key = _parse_int(text)
-            if op == 0x70:
-                if stack:
-                    memo[key] = stack[-1]
-            else:
-                if key not in memo:
-                    raise PickleScanError("pickle reads a memo slot it never wrote")
-                stack.append(memo[key])
-        elif op == 0x97:  # NEXT_BUFFER (out-of-band data: not in the file)
-            stack.append(None)
-        elif op == 0x98:  # READONLY_BUFFER
-            pass
-        else:
-            raise PickleScanError(f"not a pickle: unknown opcode 0x{op:02x} at byte {pos - 1}")
+
+    def persistent(self, op: int) -> None:
+        """BINPERSID, PERSID: torch's reference to a tensor storage."""
+        pid = self.pop() if op == 0x51 else self.line().decode("ascii", "replace")
+        self.pids.append(pid)
+        self.stack.append(PersistentRef(pid))
+
+    def skip(self, op: int) -> None:
+        width = _SKIPPED[op]
+        self.need(width)
+        self.pos += width
+
+    def next_buffer(self, op: int) -> None:
+        self.stack.append(None)  # NEXT_BUFFER: out-of-band data, not in the file
+
+
+def _table() -> dict[int, Any]:
+    families = {
+        _Walker.put: (0x71, 0x72), _Walker.get: (0x68, 0x6A), _Walker.memo_text: (0x94, 0x67, 0x70),
+        _Walker.constant: tuple(_CONSTANTS),
+        _Walker.number: tuple(_NUMBERS), _Walker.long: (0x8A, 0x8B), _Walker.unicode: tuple(_UNICODE_WIDTHS),
+        _Walker.raw_bytes: tuple(_BYTES_WIDTHS), _Walker.text_value: (0x49, 0x4C, 0x46, 0x53, 0x56),
+        _Walker.marks: (0x30, 0x31, 0x32), _Walker.sequence: (0x74, 0x85, 0x86, 0x87, 0x6C, 0x64, 0x91),
+        _Walker.fill: (0x73, 0x75, 0x61, 0x65, 0x90, 0x62), _Walker.reference: (0x63, 0x93, *_EXT_WIDTHS),
+        _Walker.call: (0x52, 0x81, 0x92, 0x6F, 0x69), _Walker.persistent: (0x51, 0x50),
+        _Walker.skip: tuple(_SKIPPED), _Walker.next_buffer: (0x97,),
+    }
+    return {op: handler for handler, ops in families.items() for op in ops}
+
+
+_HANDLERS = _table()
 
 
 def _parse_int(text: bytes) -> int:
@@ -425,30 +433,3 @@ def _parse_int(text: bytes) -> int:
         return int(text)
     except ValueError as exc:
         raise PickleScanError("pickle has a malformed integer") from exc
-
-
-def plain(value: Any, depth: int = 0) -> Any:
-    """`value` as JSON-ready plain data: symbols become short descriptive strings, tensors their shape."""
-    if depth > 20:
-        return "..."
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, bytes):
-        return f"<{len(value)} bytes>"
-    if isinstance(value, dict):
-        return {str(k): plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v, depth + 1) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted((plain(v, depth + 1) for v in value), key=repr)
-    if isinstance(value, Call):
-        if value.func == Global("torch.torch_version", "TorchVersion") and isinstance(value.args, tuple) \
-                and value.args and isinstance(value.args[0], str):
-            return value.args[0]  # torch.__version__ is a str subclass
-        if isinstance(value.func, Global) and value.func.name.startswith("_rebuild_tensor"):
-            shape = value.args[2] if isinstance(value.args, tuple) and len(value.args) > 2 else None
-            return f"<tensor {list(shape) if isinstance(shape, tuple) else '?'}>"
-        return f"<{value.func}>"
-    if isinstance(value, Global):
-        return f"<{value}>"
-    return f"<{type(value).__name__}>"

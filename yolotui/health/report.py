@@ -224,9 +224,9 @@ def _slurm_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
     job = slurm_job_of(status)
     if not job:
         return None
-    from yolotui.placement import slurm
+    from yolotui.runs.slurm_state import describe
 
-    facts = slurm.describe(job, accounting=True)
+    facts = describe(job, accounting=True)
     from yolotui.runs.runconfig import run_yaml_field
 
     record = run_yaml_field(run_dir, "slurm")
@@ -299,7 +299,7 @@ def render_text(diagnosis: RunDiagnosis) -> str:
         if record.get("warning"):
             lines.append(f"          warning: {record['warning']}")
     if diagnosis.slurm is not None:
-        from yolotui.placement.slurm import short_text
+        from yolotui.runs.slurm_state import short_text
 
         state = f" [{diagnosis.slurm['state']}]" if diagnosis.slurm.get("state") else ""
         lines.append(f"slurm     {short_text(diagnosis.slurm)}{state}")

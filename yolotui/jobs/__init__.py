@@ -1,11 +1,15 @@
 """The use cases: what a user can do to a run, shared by the CLI (yolotui.commands) and the TUI.
 
-UI-free and torch-free; typed inputs and results (dataclasses); failures are UserError with a one-line
-reason. Nothing here prints: callers show the returned warnings and results their own way.
+UI-free and torch-free; typed inputs and results (dataclasses); failures are UserError with a one-line reason.
+Nothing here prints: callers show the returned warnings and results their own way.
 
-Modules: launch (option files + start the trainer via a backend), new_run (train/demo), resume (resume,
-extend, --from restore), finetune (source resolution + new run), exec_run (any command), control (stop,
-save), rm (forget runs), doctor (advice for a run or a checkpoint), results (what --json prints), queue
-(--after / --when-free for a new run), compare (runs side by side), notify_test (a test notification),
-runextras (notifications, stall timeout, logging added to run.yaml).
+- new_run.py (train: options checked, run folder, start), launch.py (option files + the backend's command
+  under the supervisor), preflight.py (checks before anything detaches), queue.py (--after / --when-free),
+  demo.py;
+- resume.py (resume, extend, --from another checkpoint), finetune.py (a new run from another run's weights);
+- exec_run.py (any command, the exec backend), official.py and ultralytics.py (those backends' start, resume,
+  extend and fine-tune);
+- control.py (stop, save), rm.py (forget runs), doctor.py (advice for a run or a checkpoint), compare.py (runs
+  side by side), tensorboard.py (which folders hold TensorBoard files), runextras.py (notifications, stall
+  timeout, logging, trackers added to run.yaml).
 """

@@ -37,7 +37,7 @@ class RunExtras:
 
     def entries(self) -> dict[str, Any]:
         """The run.yaml entries for what was given (validated)."""
-        from yolotui.supervisor import logconfig
+        from yolotui import logconfig
         from yolotui.usersettings import load_user_settings
 
         extra: dict[str, Any] = {}

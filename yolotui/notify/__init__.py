@@ -1,3 +1,3 @@
 """Notifications about runs (apprise URLs, a command hook), sent by child processes so a slow or failing
-target never blocks the supervisor: yolotui.notify.notifier decides and queues, yolotui.notify.send delivers.
-"""
+target never blocks the supervisor: notifier.py decides and queues, send.py delivers, redact.py names a target
+without its secrets, trial.py sends `notify test`."""

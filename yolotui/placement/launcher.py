@@ -120,9 +120,9 @@ def refuse_live_slurm_job(run_dir: Path) -> None:
     job = (status.slurm or {}).get("job_id") if status is not None and status.slurm else None
     if not job:
         return
-    from yolotui.placement import slurm
+    from yolotui.runs.slurm_state import job_info
 
-    info = slurm.job_info(str(job), fresh=True)
+    info = job_info(str(job), fresh=True)
     if info is not None and (info.pending or (info.active and status.state in LIVE_STATES)):
         raise UserError(f"run {run_dir} is SLURM job {job}, still {info.state.lower()}: stop it first "
                         f"(yolotui stop {run_dir.name}) or use another name")
@@ -262,7 +262,6 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
            queue: dict[str, Any] | None = None, slurm: SlurmOptions | None = None) -> RunStatus:
     """Write run.yaml and status.json and start the supervisor, the run's lock held in `lock_fd`."""
     from yolotui.placement import diskspace
-    from yolotui.runs.atomic import append_bytes, open_append
     from yolotui.runs.manifest import reconcile_run
 
     diskspace.check_room(run_dir, checkpoint_hint)
@@ -296,6 +295,25 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
     write_run_config(run_dir, config)
     drop_stale_stop_request(run_dir, launch_started)
     _clear_requests(run_dir, keep_stop=True)
+    status = _queued_status(run_dir, name, argv, backend, device, max_attempts, queue)
+    index.add(run_dir, name)
+    proc, log_path = _spawn_supervisor(run_dir, start_argv, lock_fd, logout_record)
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        current = read_status(run_dir)
+        if current is not None and current.supervisor_pid and (current.updated or 0) >= launch_started:
+            return current
+        if proc.poll() is not None:
+            detail = _last_line(log_path) or f"exit code {proc.returncode}"
+            raise UserError(f"the supervisor of {run_dir} did not start: {detail} (see {log_path})")
+        time.sleep(0.02)
+    return read_status(run_dir) or status
+
+
+def _queued_status(run_dir: Path, name: str, argv: list[str], backend: str, device: str | None,
+                   max_attempts: int, queue: dict[str, Any] | None) -> RunStatus:
+    """Write the status.json a launch starts with: queued and launching, a resume's start and earlier time kept."""
     status = RunStatus(name=name, run_dir=str(run_dir), state=QUEUED, max_attempts=int(max_attempts),
                        command=argv, backend=backend, device=device)
     status.launching = True  # queued, not interrupted, until the supervisor takes the lock (status.state_of)
@@ -310,7 +328,13 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
         status.queue = {"spec": dict(queue), "reason": describe(queue), "since": time.time()}
         status.message = f"queued: {describe(queue)}"
     write_status(run_dir, status)
-    index.add(run_dir, name)
+    return status
+
+
+def _spawn_supervisor(run_dir: Path, start_argv: list[str], lock_fd: int, logout_record: dict[str, Any]) \
+        -> tuple[subprocess.Popen, Path]:
+    """Start the detached supervisor with the run's lock, its output appended to supervisor.log (returned)."""
+    from yolotui.runs.atomic import append_bytes, open_append
 
     child_env = dict(os.environ)
     root = str(package_root())
@@ -335,17 +359,7 @@ def _start(run_dir: Path, argv: list[str], lock_fd: int, *, name: str, backend: 
     finally:
         os.close(log_fd)
     _reap_in_background(proc)
-
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        current = read_status(run_dir)
-        if current is not None and current.supervisor_pid and (current.updated or 0) >= launch_started:
-            return current
-        if proc.poll() is not None:
-            detail = _last_line(log_path) or f"exit code {proc.returncode}"
-            raise UserError(f"the supervisor of {run_dir} did not start: {detail} (see {log_path})")
-        time.sleep(0.02)
-    return read_status(run_dir) or status
+    return proc, log_path
 
 
 def drop_stale_stop_request(run_dir: Path, launch_started: float) -> None:

@@ -34,20 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.errors import UserError
-from yolotui.runs.slurm_state import (  # noqa: F401 (job state: part of this module's API too)
-    _CACHE,
-    ACTIVE_STATES,
-    CACHE_S,
-    PENDING_STATES,
-    QUERY_TIMEOUT_S,
-    JobInfo,
-    _run,
-    derived_state,
-    describe,
-    job_info,
-    reachable,
-    short_text,
-)
+from yolotui.runs.slurm_state import _CACHE, QUERY_TIMEOUT_S, _run
 
 SCRIPT = "slurm.sh"
 SLURM_LOG = "slurm.log"

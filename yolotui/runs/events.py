@@ -1,6 +1,6 @@
 """events.jsonl: one JSON object a line, appended by the trainer; readers skip a torn last line.
 
-Every event has `ts` (unix seconds), `type` and `attempt`; DESIGN.md lists the types.
+Every event has `ts` (unix seconds), `type` and `attempt`; docs/architecture.md, "Event types", lists them.
 """
 
 from __future__ import annotations

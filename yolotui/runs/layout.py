@@ -1,4 +1,7 @@
-"""Names of the files in a run directory (the contract of DESIGN.md) and the run states."""
+"""Names of the files in a run directory and the run states.
+
+The contract they name: docs/architecture.md, "The run folder".
+"""
 
 from __future__ import annotations
 

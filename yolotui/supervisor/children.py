@@ -14,9 +14,9 @@ import time
 from typing import Any
 
 from yolotui import procs
+from yolotui.logconfig import log
 from yolotui.runs.atomic import open_append
 from yolotui.runs.layout import TRAIN_LOG
-from yolotui.supervisor.logconfig import log
 
 POLL_S = 0.1
 WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks

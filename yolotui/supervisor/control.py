@@ -282,6 +282,12 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
     record = (status.stop if status is not None else None) or {}
     term_sent = bool(record.get("term_sent")) or (direct_term is not None and not force)
     kill_sent = bool(record.get("kill_sent")) or direct_kill
+    return _stop_result(run_dir, name, state, pgid, seconds, term_sent, kill_sent, grace_s)
+
+
+def _stop_result(run_dir: Path, name: str, state: str, pgid: int | None, seconds: float, term_sent: bool,
+                 kill_sent: bool, grace_s: float) -> StopResult:
+    """The result of a stop that waited: how the run ended and the signals it took, in words."""
     result = StopResult(str(run_dir), name, was_running=True, state=state, term_sent=term_sent,
                         kill_sent=kill_sent, seconds=seconds, pgid=pgid)
     signals = []
@@ -306,11 +312,12 @@ def _stop_slurm_job(run_dir: Path, status: RunStatus, force: bool, grace_s: floa
     --signal=TERM` (its supervisor stops the trainer: checkpoint, then the job ends), or a plain `scancel`
     with `force`. With `wait`, polls the job's state until the run has ended."""
     from yolotui.placement import slurm
+    from yolotui.runs import slurm_state
 
     name = _name(run_dir, status)
     job = str(status.slurm["job_id"])
     started = time.monotonic()
-    info = slurm.job_info(job, fresh=True)
+    info = slurm_state.job_info(job, fresh=True)
     request_stop(run_dir, force, grace_s)  # read by the supervisor, should it be starting right now
     if info is not None and (info.pending or status.state == QUEUED):
         # nothing to checkpoint: the job waits in the queue, or its supervisor has not started yet

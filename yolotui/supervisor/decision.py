@@ -11,7 +11,7 @@ from typing import Any
 
 from yolotui.runs.layout import FAILED
 
-# Failure classes (DESIGN.md, "Supervision and recovery").
+# Failure classes (docs/architecture.md, "Failure classes").
 OOM = "oom"
 COMM = "comm"
 NAN = "nan"

@@ -346,7 +346,7 @@ def gpu_fault_decision(record: dict[str, Any], run_config: dict[str, Any], event
     if not isinstance(facts, dict) or event_class not in REPLACEABLE:
         return None
     if event_class is None:
-        from yolotui.supervisor.failure_text import classify_text
+        from yolotui.failure_text import classify_text
 
         if classify_text(record.get("log_tail")) == decision.OOM:  # CUDA's out-of-memory in the log: oom
             return None

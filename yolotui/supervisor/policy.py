@@ -161,7 +161,7 @@ def decide(record: dict[str, Any], run_config: dict[str, Any], events_since_atte
     fault = gpu_fault_decision(record, run_config, events_since_attempt, event_class, how)
     if fault is not None:  # a crash after an Xid or a lost GPU
         return fault
-    from yolotui.supervisor.failure_text import classify_text
+    from yolotui.failure_text import classify_text
 
     log_class = None if event_class else classify_text(record.get("log_tail"))
     failure_class = event_class or log_class or CRASH
@@ -217,7 +217,7 @@ def completed_training(events: list[dict[str, Any]], log_tail: str | None) -> st
 
 def _matching_line(text: str, failure_class: str) -> str:
     """The last log line that shows `failure_class` (trimmed), for the message."""
-    from yolotui.supervisor.failure_text import classify_text
+    from yolotui.failure_text import classify_text
 
     for line in reversed(text.splitlines()):
         if classify_text(line) == failure_class:

@@ -37,6 +37,7 @@ from typing import Any
 
 from yolotui import procs
 from yolotui.errors import UserError
+from yolotui.logconfig import log, now_iso
 from yolotui.notify import notifier as notifications
 from yolotui.runs import lock
 from yolotui.runs.atomic import append_bytes
@@ -44,7 +45,6 @@ from yolotui.runs.layout import (
     EVENTS_JSONL,
     FAILED,
     INTERRUPTED,
-    RESTARTING,
     RUNNING,
     STOP_REQUEST,
     STOPPED,
@@ -53,13 +53,13 @@ from yolotui.runs.layout import (
 )
 from yolotui.runs.lock import LOCK_FD_FLAG
 from yolotui.runs.manifest import reconcile_run
-from yolotui.runs.runconfig import handles_save_signal, read_run_config
+from yolotui.runs.runconfig import handles_save_signal, read_run_config, restart_settings
 from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status_resilient
-from yolotui.supervisor import gpu_monitor, policy, remedies
-from yolotui.supervisor.children import POLL_S, TrainerChildren, load_libc
+from yolotui.supervisor import gpu_monitor, policy
+from yolotui.supervisor.children import TrainerChildren, load_libc
 from yolotui.supervisor.decision import PREEMPTED
 from yolotui.supervisor.hostoom import MemoryWatch
-from yolotui.supervisor.logconfig import LOG, log, now_iso  # noqa: F401 (LOG, log: this module's API too)
+from yolotui.supervisor.outcome import AttemptOutcome
 from yolotui.supervisor.queued import QueueWait
 from yolotui.supervisor.spot import SpotHandling
 from yolotui.supervisor.stopping import StopHandling
@@ -70,7 +70,7 @@ FINAL_NOTIFY_WAIT_S = 10.0  # how long the ended run waits for its last notifica
 MEMORY_EVERY = 4  # the memory sampler (a /proc scan) looks every 4th time: every 2 s
 
 
-class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling):
+class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling, AttemptOutcome):
     """Runs the attempts of one run and records them; see the module docstring."""
 
     def __init__(self, run_dir: Path) -> None:
@@ -96,6 +96,8 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling):
         self.watchdog = WatchdogSettings()
         self.watch_count = 0
         self.gpu: gpu_monitor.GpuMonitor | None = None  # the current attempt's GPU watcher (supervisor/gpu_monitor.py)
+        self.uncounted_attempts = 0  # retries on their class's own budget (comm), not counted against max_attempts
+        self.comm_failures: list[float] = []  # end times of the run's comm failures, for that budget
 
     def save(self) -> None:
         """Write status.json; on a full disk log it and go on (status.write_status_resilient)."""
@@ -193,7 +195,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling):
         """Read run.yaml and reset status.json for a new life of the run; returns the attempt limit."""
         self.config = read_run_config(self.run_dir)
         apply_logging(self.config.get("logging"))
-        max_attempts, _, _ = policy.restart_settings(self.config)
+        max_attempts, _, _ = restart_settings(self.config)
         previous = read_status(self.run_dir)
         self.status = previous if previous is not None else RunStatus()
         self.status.name = self.status.name or str(self.config.get("name") or self.run_dir.name)
@@ -226,12 +228,11 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling):
     def run(self) -> int:
         """Run attempts until the policy says stop; returns the supervisor's exit code."""
         max_attempts = self.begin()
-        watchdog = self.watchdog
         log(f"supervising {self.run_dir} (pid {self.pid}, up to {max_attempts} attempt(s))")
         if self.notifier.targets:
             log(f"notifications: {len(self.notifier.targets.urls)} URL(s)"
                 + (", a command hook" if self.notifier.targets.command else ""))
-        uncounted, comm_failures = 0, []
+        self.uncounted_attempts, self.comm_failures = 0, []
         if not self.wait_in_queue():
             return 0
         if self.status.started is None:
@@ -248,109 +249,59 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling):
                             f"{'preempted' if preempted else 'stopped on request'} before attempt {attempt} started",
                             failure_class=PREEMPTED if preempted else None)
                 return 0
-            argv = policy.command_for_attempt(self.config, attempt, changes)
-            record: dict[str, Any] = {
-                "attempt": attempt, "started": time.time(), "ended": None, "exit_code": None,
-                "exit_signal": None, "failure_class": None, "message": None, "remedy": None,
-                "changes": {}, "command": argv,
-            }
-            self.status.attempt = attempt
-            self.status.attempts.append(record)
-            events_offset = _size(self.run_dir / EVENTS_JSONL)
-            self.marker(f"attempt {attempt}/{max_attempts} started {now_iso()}: {_display(argv)}")
-            self.signals_sent = []
-            log_offset = _size(self.run_dir / TRAIN_LOG)  # this attempt's output starts here
-            self.watch = StallWatch(watchdog, self.run_dir / EVENTS_JSONL, events_offset, self.run_dir / TRAIN_LOG,
-                                    log_offset, uses_events=self.status.backend == "yolotui",
-                                    save_signal=handles_save_signal(self.config))
-            self.memory = MemoryWatch()
-            spawn_error = None
-            try:
-                self.spawn(argv, self.attempt_env(attempt, changes))
-            except (OSError, UserError) as exc:
-                spawn_error = f"{argv[0]}: {getattr(exc, 'strerror', None) or exc}"
-                self.trainer_pgid = None
-                log(f"cannot start {_display(argv)}: {spawn_error}")
-            else:
-                self.status.state = STOPPING if self.stop is not None else RUNNING
-                self.status.trainer_pid = self.trainer.pid
-                self.gpu = gpu_monitor.start(self, attempt, changes)
-                self.save()
-                log(f"attempt {attempt}: started pid {self.trainer.pid}: {_display(argv)}")
-                self.wait_for_trainer()
-                wait_status = self.trainer_wait_status
-                if os.WIFSIGNALED(wait_status):
-                    record["exit_signal"] = os.WTERMSIG(wait_status)
-                else:
-                    record["exit_code"] = os.waitstatus_to_exitcode(wait_status)
-                self.clear_group()
-            for note in reconcile_run(self.run_dir):  # a kill between last.pt's and its manifest's rename
-                log(note)
-            record["ended"] = time.time()
-            self.status.trainer_pid = None
-            self.watch.poll()
-            attempt_events = [e for e in self.watch.kept if e.get("attempt", attempt) == attempt]
-            if self.watch.fired:
-                record["stall"] = self.watch.facts
-            facts = {**record, "stop_requested": self.stop_wanted() is not None,
-                     "preempted": (self.stop or {}).get("preempted"),
-                     "hang": self.watch.message() if self.watch.fired else None,
-                     "host_oom": self.memory.evidence([self.trainer.pid] if self.trainer else [])
-                     if record["exit_signal"] == signal.SIGKILL else None,
-                     "uncounted_attempts": uncounted, "comm_failures": list(comm_failures),
-                     "signals_sent": list(self.signals_sent), "spawn_error": spawn_error,
-                     "run_dir": str(self.run_dir), "changes_so_far": changes, "name": self.status.name,
-                     "gpu_fault": gpu_monitor.finish(self),
-                     "log_tail": _tail_text(self.run_dir / TRAIN_LOG, log_offset)}
-            decision = policy.decide(facts, self.config, attempt_events)
-            record.update(failure_class=decision.failure_class, message=decision.message,
-                          remedy=decision.remedy, changes=decision.changes, settings=decision.settings,
-                          retry_at=time.time() + decision.delay_s if decision.retry else None)
-            if decision.failure_class is not None:  # every classified failure is also an event
-                try:
-                    remedies.record_remedy_event(self.run_dir, attempt, decision)
-                except (OSError, UserError) as exc:  # a full disk or a planted link: the status still says it
-                    log(f"warning: cannot write the remedy event: {getattr(exc, 'strerror', None) or exc}")
-            if decision.failure_class == policy.COMM:
-                comm_failures.append(record["ended"])
-            if decision.retry and not decision.counted:
-                uncounted += 1
-                record["counted"] = False
-            how = policy.describe_exit(record["exit_code"], record["exit_signal"])
-            self.marker(f"attempt {attempt} ended {now_iso()}: {how}; {decision.remedy or decision.state}")
-            log(f"attempt {attempt} ended: {how} -> {decision.failure_class or decision.state}; {decision.remedy}")
+            record, log_offset, spawn_error = self.run_attempt(attempt, max_attempts, changes)
+            decision = self.judge(attempt, record, log_offset, spawn_error, changes)
             if not decision.retry:
                 self.finish(decision.state, decision.message, record, decision.failure_class)
                 return 0
             changes = policy.merge_changes(changes, decision.changes)
-            try:
-                applied = remedies.apply_file_changes(self.run_dir, decision.changes)
-            except (OSError, UserError) as exc:
-                applied = {}
-                log(f"could not apply the remedy to the run's files: {exc}")
-            if applied:
-                log("remedy written to the run's files: " + ", ".join(f"{k} {a} -> {b}" for k, (a, b) in applied.items()))
-            self.status.remedies.append({"attempt": attempt + 1, "failure_class": decision.failure_class,
-                                         "remedy": decision.remedy, "changes": decision.changes,
-                                         "settings": decision.settings})
-            self.status.state = RESTARTING
-            self.status.message = f"{decision.message}; {decision.remedy}"
-            self.status.failure_class = decision.failure_class
-            self.status.exit_code = record["exit_code"]
-            self.status.exit_signal = record["exit_signal"]
+            self.prepare_retry(attempt, record, decision)
+
+    def run_attempt(self, attempt: int, max_attempts: int, changes: dict[str, Any]) \
+            -> tuple[dict[str, Any], int, str | None]:
+        """Start attempt `attempt` with the remedies' `changes` and wait for it to end; returns its record (exit
+        code or signal), where its train.log output starts, and why it could not start (None: it ran)."""
+        argv = policy.command_for_attempt(self.config, attempt, changes)
+        record: dict[str, Any] = {
+            "attempt": attempt, "started": time.time(), "ended": None, "exit_code": None,
+            "exit_signal": None, "failure_class": None, "message": None, "remedy": None,
+            "changes": {}, "command": argv,
+        }
+        self.status.attempt = attempt
+        self.status.attempts.append(record)
+        events_offset = _size(self.run_dir / EVENTS_JSONL)
+        self.marker(f"attempt {attempt}/{max_attempts} started {now_iso()}: {_display(argv)}")
+        self.signals_sent = []
+        log_offset = _size(self.run_dir / TRAIN_LOG)  # this attempt's output starts here
+        self.watch = StallWatch(self.watchdog, self.run_dir / EVENTS_JSONL, events_offset, self.run_dir / TRAIN_LOG,
+                                log_offset, uses_events=self.status.backend == "yolotui",
+                                save_signal=handles_save_signal(self.config))
+        self.memory = MemoryWatch()
+        spawn_error = None
+        try:
+            self.spawn(argv, self.attempt_env(attempt, changes))
+        except (OSError, UserError) as exc:
+            spawn_error = f"{argv[0]}: {getattr(exc, 'strerror', None) or exc}"
+            self.trainer_pgid = None
+            log(f"cannot start {_display(argv)}: {spawn_error}")
+        else:
+            self.status.state = STOPPING if self.stop is not None else RUNNING
+            self.status.trainer_pid = self.trainer.pid
+            self.gpu = gpu_monitor.start(self, attempt, changes)
             self.save()
-            self.notifier.send(notifications.make_event(
-                "restart", self.status.name, self.run_dir,
-                notifications.restart_text(decision.failure_class, decision.settings,
-                                           remedies.last_checkpoint(self.run_dir), decision.remedy),
-                attempt=attempt + 1, failure_class=decision.failure_class, remedy=decision.remedy,
-                message=decision.message))
-            deadline = time.time() + decision.delay_s
-            while time.time() < deadline and self.stop_wanted() is None:
-                self.note_stray_signals()
-                self.reap()
-                self.notifier.poll()
-                time.sleep(POLL_S)
+            log(f"attempt {attempt}: started pid {self.trainer.pid}: {_display(argv)}")
+            self.wait_for_trainer()
+            wait_status = self.trainer_wait_status
+            if os.WIFSIGNALED(wait_status):
+                record["exit_signal"] = os.WTERMSIG(wait_status)
+            else:
+                record["exit_code"] = os.waitstatus_to_exitcode(wait_status)
+            self.clear_group()
+        for note in reconcile_run(self.run_dir):  # a kill between last.pt's and its manifest's rename
+            log(note)
+        record["ended"] = time.time()
+        self.status.trainer_pid = None
+        return record, log_offset, spawn_error
 
     def fail(self, message: str) -> None:
         """Record a failure of the supervisor itself, after ending the trainer's group."""
@@ -367,17 +318,6 @@ def _display(argv: list[str]) -> str:
     return shlex.join(argv).replace("\n", "\\n")
 
 
-def _tail_text(path: Path, offset: int, limit: int = 16384) -> str:
-    """The last `limit` bytes of `path` written after `offset`, as text."""
-    try:
-        with open(path, "rb") as handle:
-            end = handle.seek(0, os.SEEK_END)
-            handle.seek(max(offset, end - limit))
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size
@@ -387,7 +327,7 @@ def _size(path: Path) -> int:
 
 def apply_logging(entry: dict[str, Any] | None) -> None:
     """Configure the supervisor's logging from run.yaml's `logging` entry; the defaults when it cannot apply."""
-    from yolotui.supervisor.logconfig import apply
+    from yolotui.logconfig import apply
 
     try:
         apply(entry, "supervisor")

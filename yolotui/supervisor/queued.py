@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import time
 
+from yolotui.logconfig import log
 from yolotui.runs.layout import FAILED, QUEUED, STOPPED
 from yolotui.supervisor.children import POLL_S
-from yolotui.supervisor.logconfig import log
 
 QUEUE_POLL_S = 2.0  # how often a queued run checks its conditions (YOLOTUI_QUEUE_POLL_S overrides)
 

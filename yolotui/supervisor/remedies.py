@@ -1,4 +1,5 @@
-"""Remedies: what the supervisor changes before retrying a failed attempt, by failure class (DESIGN.md).
+"""Remedies: what the supervisor changes before retrying a failed attempt, by failure class
+(docs/architecture.md, "Failure classes").
 
 | class  | remedy                                                                                        |
 | ------ | --------------------------------------------------------------------------------------------- |
@@ -27,6 +28,7 @@ collective_timeout_s (default 600), comm_retries (default 10), comm_window_s (de
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -150,123 +152,174 @@ def _retry_text(attempt: int, max_attempts: int, delay: float) -> str:
     return f"retry {attempt + 1}/{max_attempts} after {delay:g} s"
 
 
+@dataclass
+class _Facts:
+    """What every class's planner reads: the failed attempt, the run's settings and its backend's remedies."""
+
+    failure_class: str
+    message: str
+    record: dict[str, Any]
+    run_config: dict[str, Any]
+    events: list[dict[str, Any]]
+    run_dir: Path | None
+    so_far: dict[str, Any]
+    restart: dict[str, Any]
+    takes: frozenset[str]
+    trainer: str
+    backoff: float
+    delay: float  # the doubling backoff of this attempt
+
+    @property
+    def engine(self) -> bool:
+        """The trainer takes --accumulate (yolotui's engine)."""
+        return REMEDY_ACCUMULATE in self.takes
+
+    def stop(self, remedy: str) -> decision.Decision:
+        """Not retried, saying why."""
+        return decision.Decision(retry=False, state=FAILED, failure_class=self.failure_class, message=self.message,
+                                 remedy=remedy)
+
+
+# A planner returns the final Decision, or (changes, settings, words, delay) of a retry the attempt limit bounds.
+Planned = decision.Decision | tuple[dict[str, Any], dict[str, Any], str, float]
+
+
 def plan_remedy(failure_class: str, message: str, record: dict[str, Any], run_config: dict[str, Any],
                 events: list[dict[str, Any]], run_dir: Path | None = None,
                 changes_so_far: dict[str, Any] | None = None) -> decision.Decision:
     """The decision for a failed attempt of class oom, comm, nan, data or crash (see the module table)."""
     attempt = int(record.get("attempt") or 1)
     max_attempts, backoff, backoff_max = restart_settings(run_config)
-    restart = run_config.get("restart") or {}
-    so_far = changes_so_far or {}
     takes, trainer = backend_remedies(run_config)
-    engine = REMEDY_ACCUMULATE in takes
-    writes_opt_yaml = REMEDY_OPT_YAML in takes
-
     if failure_class == decision.DATA:
         return decision.Decision(retry=False, state=FAILED, failure_class=decision.DATA, message=message,
-                               remedy="not retried: fix the data set or configuration named above, then resume")
-
-    changes: dict[str, Any] = {}
-    settings: dict[str, Any] = {}
-    what = ""
-    delay = decision.backoff_delay(attempt, backoff, backoff_max)
-    if failure_class == decision.OOM:
-        flag, batch, accumulate = current_batch(record, run_config, events)
-        world = max(1, _int(start_event(events).get("world_size")) or 1)  # DDP: the batch is split over ranks
-        min_batch = max(world, int(restart.get("min_batch", DEFAULT_MIN_BATCH)))
-        new_batch = (batch // 2) // world * world if batch else 0
-        if batch is None or new_batch < min_batch:
-            at = f"batch {batch}" if batch else "this batch size"
-            return decision.Decision(
-                retry=False, state=FAILED, failure_class=decision.OOM, message=message,
-                remedy=(f"not retried: out of memory at {at}, and half of it is below the minimum batch "
-                        f"{min_batch}; try a smaller --img, a smaller model (e.g. --cfg yolov9-t or gelan-s), "
-                        "fewer --workers or no --cache, and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
-                        "(yolotui set it on its retries)"))
-        new_accumulate = max(1, round((accumulate or 1) * batch / new_batch))  # twice, when the batch halves
-        changes["args"] = {flag: new_batch}
-        settings["batch_size"] = [batch, new_batch]
-        if engine:
-            changes["args"]["--accumulate"] = new_accumulate
-            settings["accumulate"] = [accumulate, new_accumulate]
-        if writes_opt_yaml:  # e.g. the official --resume reads opt.yaml, not the command line: halve it there too
-            changes["opt_yaml"] = {"batch_size": new_batch}
-        env_now = {**(run_config.get("env") or {}), **(so_far.get("env") or {})}
-        changes["env"] = {}
-        for name in alloc_conf_names():
-            value = with_expandable(env_now.get(name))
-            changes["env"][name] = value
-            settings[name] = [env_now.get(name), value]
-        delay = backoff  # the settings change, not the machine: no need to wait longer each time
-        what = (f"resume with batch {new_batch} (was {batch})"
-                + (f" and accumulation {new_accumulate} (was {accumulate}), the same images per optimizer step"
-                   if engine else "")
-                + (f" (written to opt.yaml, which {trainer}'s --resume reads; the original is kept as "
-                   "opt.yaml.orig)" if writes_opt_yaml else "")
-                + f", {EXPANDABLE} in {' and '.join(alloc_conf_names())}")
-    elif failure_class == decision.COMM:
-        async_name, blocking_name = nccl_env_names()
-        timeout_s = int(restart.get("collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S))
-        # YOLOTUI_DDP_TIMEOUT_MIN: the engine's process-group timeout (yolotui/engine/train/ddp.py)
-        changes["env"] = {async_name: "1", blocking_name: "1", "YOLOTUI_DDP_TIMEOUT_MIN": f"{timeout_s / 60:g}",
-                          **COMM_DEBUG_ENV}
-        settings = {name: [(so_far.get("env") or {}).get(name), value] for name, value in changes["env"].items()}
-        what = (f"resume after {delay:g} s backoff with {async_name}=1, {blocking_name}=1, a {timeout_s} s "
-                "collective timeout, NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL")
-        budget = comm_budget(record, restart)
-        if budget is not None:
-            return decision.Decision(retry=True, delay_s=delay, changes=changes, settings=settings,
-                                   failure_class=failure_class, message=message, state=FAILED, counted=False,
-                                   remedy=f"{what}; {budget}")
-    elif failure_class == decision.HANG:
-        checkpoint = last_checkpoint(run_dir)
-        what = (f"resume from weights/last.pt (epoch {checkpoint.get('epoch')}, batch {checkpoint.get('step')})"
-                if checkpoint else "restart (no checkpoint was written yet)")
-    elif failure_class == decision.HOST_OOM:
-        changes, settings, what = host_oom_changes(record, run_config, events, engine)
-        if not changes and REMEDY_WORKERS not in takes:
-            what = "resume (the command has no --workers or --cache ram to reduce)"
-        elif not changes:
-            return decision.Decision(
-                retry=False, state=FAILED, failure_class=failure_class, message=message,
-                remedy="not retried: the data loader already runs without workers and without --cache ram; "
-                       "free host memory (other processes), use a smaller --batch or --img, or add swap")
-        delay = backoff
-    elif failure_class == decision.NAN:
-        start = start_event(events)
-        flag_scale = flag_value([str(a) for a in record.get("command") or []], ("--lr-scale",))[1]
-        scale = float(start.get("lr_scale") or flag_scale or 1.0)
-        checkpoint = last_checkpoint(run_dir)
-        source = (f"weights/last.pt ({formatting.epochs_done(checkpoint.get('epoch'), checkpoint.get('epochs'), checkpoint.get('step'))}), the last "
-                  "checkpoint with finite losses" if checkpoint else "the start (no checkpoint was written yet)")
-        if not checkpoint and run_config.get("resume_if_usable"):  # a backend without manifests (official, ultralytics)
-            source = f"{run_config['resume_if_usable']} when it is resumable (else the start)"
-        if REMEDY_LR_SCALE in takes:
-            changes["args"] = {"--lr-scale": scale / 2}
-            settings["lr_scale"] = [scale, scale / 2]
-            what = f"resume from {source} with the learning rate halved (lr scale {scale:g} -> {scale / 2:g})"
-        elif REMEDY_WORKERS in takes:  # a trainer that resumes from its checkpoint, without an lr scale
-            what = (f"resume from {source}; {trainer} has no learning-rate scale, so it resumes at the "
-                    "same lr (if it diverges again, fine-tune from best.pt with a lower lr0)")
-        else:
-            what = f"resume from {source} (this command takes no learning-rate override)"
-        delay = backoff
-    else:
+                                 remedy="not retried: fix the data set or configuration named above, then resume")
+    if failure_class not in _PLANNERS:
         failure_class = decision.CRASH if failure_class not in (decision.CRASH, "io") else failure_class
-        what = "resume" + (" with " + " ".join(run_config["resume_args"]) if run_config.get("resume_args") else "")
-        if run_config.get("resume_if_usable") and run_config.get("resume_args"):  # official: only from a usable one
-            what = (f"rerun with {' '.join(run_config['resume_args'])} if that checkpoint is resumable then, else "
-                    "the original command")
+    facts = _Facts(failure_class, message, record, run_config, events, run_dir, changes_so_far or {},
+                   run_config.get("restart") or {}, takes, trainer, backoff,
+                   decision.backoff_delay(attempt, backoff, backoff_max))
+    planned = _PLANNERS.get(failure_class, _plan_crash)(facts)
+    if isinstance(planned, decision.Decision):
+        return planned
+    changes, settings, what, delay = planned
 
     attempt -= int(record.get("uncounted_attempts") or 0)  # free comm retries do not use up the limit
-
     if attempt >= max_attempts:
-        return decision.Decision(retry=False, state=FAILED, failure_class=failure_class, message=message,
-                               remedy=f"not retried: attempt limit reached ({max_attempts}); "
-                                      f"the remedy would have been: {what}")
+        return facts.stop(f"not retried: attempt limit reached ({max_attempts}); the remedy would have been: {what}")
     return decision.Decision(retry=True, delay_s=delay, changes=changes, settings=settings,
-                           failure_class=failure_class, message=message, state=FAILED,
-                           remedy=f"{what}; {_retry_text(attempt, max_attempts, delay)}")
+                             failure_class=failure_class, message=message, state=FAILED,
+                             remedy=f"{what}; {_retry_text(attempt, max_attempts, delay)}")
+
+
+def _plan_oom(f: _Facts) -> Planned:
+    """Half the batch, twice the accumulation, the expandable allocator; stop below the minimum batch."""
+    flag, batch, accumulate = current_batch(f.record, f.run_config, f.events)
+    world = max(1, _int(start_event(f.events).get("world_size")) or 1)  # DDP: the batch is split over ranks
+    min_batch = max(world, int(f.restart.get("min_batch", DEFAULT_MIN_BATCH)))
+    new_batch = (batch // 2) // world * world if batch else 0
+    if batch is None or new_batch < min_batch:
+        at = f"batch {batch}" if batch else "this batch size"
+        return f.stop(f"not retried: out of memory at {at}, and half of it is below the minimum batch "
+                      f"{min_batch}; try a smaller --img, a smaller model (e.g. --cfg yolov9-t or gelan-s), "
+                      "fewer --workers or no --cache, and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
+                      "(yolotui set it on its retries)")
+    new_accumulate = max(1, round((accumulate or 1) * batch / new_batch))  # twice, when the batch halves
+    changes: dict[str, Any] = {"args": {flag: new_batch}}
+    settings: dict[str, Any] = {"batch_size": [batch, new_batch]}
+    if f.engine:
+        changes["args"]["--accumulate"] = new_accumulate
+        settings["accumulate"] = [accumulate, new_accumulate]
+    writes_opt_yaml = REMEDY_OPT_YAML in f.takes
+    if writes_opt_yaml:  # e.g. the official --resume reads opt.yaml, not the command line: halve it there too
+        changes["opt_yaml"] = {"batch_size": new_batch}
+    env_now = {**(f.run_config.get("env") or {}), **(f.so_far.get("env") or {})}
+    changes["env"] = {}
+    for name in alloc_conf_names():
+        value = with_expandable(env_now.get(name))
+        changes["env"][name] = value
+        settings[name] = [env_now.get(name), value]
+    what = (f"resume with batch {new_batch} (was {batch})"
+            + (f" and accumulation {new_accumulate} (was {accumulate}), the same images per optimizer step"
+               if f.engine else "")
+            + (f" (written to opt.yaml, which {f.trainer}'s --resume reads; the original is kept as "
+               "opt.yaml.orig)" if writes_opt_yaml else "")
+            + f", {EXPANDABLE} in {' and '.join(alloc_conf_names())}")
+    return changes, settings, what, f.backoff  # the settings change, not the machine: no longer waits
+
+
+def _plan_comm(f: _Facts) -> Planned:
+    """NCCL's error handling, blocking wait, a collective timeout and debug output; a budget of free retries."""
+    async_name, blocking_name = nccl_env_names()
+    timeout_s = int(f.restart.get("collective_timeout_s", DEFAULT_COLLECTIVE_TIMEOUT_S))
+    # YOLOTUI_DDP_TIMEOUT_MIN: the engine's process-group timeout (yolotui/engine/train/ddp.py)
+    changes = {"env": {async_name: "1", blocking_name: "1", "YOLOTUI_DDP_TIMEOUT_MIN": f"{timeout_s / 60:g}",
+                       **COMM_DEBUG_ENV}}
+    settings = {name: [(f.so_far.get("env") or {}).get(name), value] for name, value in changes["env"].items()}
+    what = (f"resume after {f.delay:g} s backoff with {async_name}=1, {blocking_name}=1, a {timeout_s} s "
+            "collective timeout, NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL")
+    budget = comm_budget(f.record, f.restart)
+    if budget is not None:
+        return decision.Decision(retry=True, delay_s=f.delay, changes=changes, settings=settings,
+                                 failure_class=f.failure_class, message=f.message, state=FAILED, counted=False,
+                                 remedy=f"{what}; {budget}")
+    return changes, settings, what, f.delay
+
+
+def _plan_hang(f: _Facts) -> Planned:
+    """Resume from last.pt after the stall watchdog ended the attempt."""
+    checkpoint = last_checkpoint(f.run_dir)
+    what = (f"resume from weights/last.pt (epoch {checkpoint.get('epoch')}, batch {checkpoint.get('step')})"
+            if checkpoint else "restart (no checkpoint was written yet)")
+    return {}, {}, what, f.delay
+
+
+def _plan_host_oom(f: _Facts) -> Planned:
+    """Half the data-loader workers and no RAM cache; stop when there is nothing left to reduce."""
+    changes, settings, what = host_oom_changes(f.record, f.run_config, f.events, f.engine)
+    if not changes and REMEDY_WORKERS not in f.takes:
+        what = "resume (the command has no --workers or --cache ram to reduce)"
+    elif not changes:
+        return f.stop("not retried: the data loader already runs without workers and without --cache ram; "
+                      "free host memory (other processes), use a smaller --batch or --img, or add swap")
+    return changes, settings, what, f.backoff
+
+
+def _plan_nan(f: _Facts) -> Planned:
+    """Resume from the last checkpoint with finite losses, the learning rate halved where the trainer takes it."""
+    changes: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
+    flag_scale = flag_value([str(a) for a in f.record.get("command") or []], ("--lr-scale",))[1]
+    scale = float(start_event(f.events).get("lr_scale") or flag_scale or 1.0)
+    checkpoint = last_checkpoint(f.run_dir)
+    source = (f"weights/last.pt ({formatting.epochs_done(checkpoint.get('epoch'), checkpoint.get('epochs'), checkpoint.get('step'))}), the last "
+              "checkpoint with finite losses" if checkpoint else "the start (no checkpoint was written yet)")
+    if not checkpoint and f.run_config.get("resume_if_usable"):  # a backend without manifests (official, ultralytics)
+        source = f"{f.run_config['resume_if_usable']} when it is resumable (else the start)"
+    if REMEDY_LR_SCALE in f.takes:
+        changes["args"] = {"--lr-scale": scale / 2}
+        settings["lr_scale"] = [scale, scale / 2]
+        what = f"resume from {source} with the learning rate halved (lr scale {scale:g} -> {scale / 2:g})"
+    elif REMEDY_WORKERS in f.takes:  # a trainer that resumes from its checkpoint, without an lr scale
+        what = (f"resume from {source}; {f.trainer} has no learning-rate scale, so it resumes at the "
+                "same lr (if it diverges again, fine-tune from best.pt with a lower lr0)")
+    else:
+        what = f"resume from {source} (this command takes no learning-rate override)"
+    return changes, settings, what, f.backoff
+
+
+def _plan_crash(f: _Facts) -> Planned:
+    """Rerun the command (with its resume_args) after backoff."""
+    resume_args = f.run_config.get("resume_args")
+    what = "resume" + (" with " + " ".join(resume_args) if resume_args else "")
+    if f.run_config.get("resume_if_usable") and resume_args:  # official: only from a usable one
+        what = (f"rerun with {' '.join(resume_args)} if that checkpoint is resumable then, else "
+                "the original command")
+    return {}, {}, what, f.delay
+
+
+_PLANNERS = {decision.OOM: _plan_oom, decision.COMM: _plan_comm, decision.HANG: _plan_hang,
+             decision.HOST_OOM: _plan_host_oom, decision.NAN: _plan_nan}
 
 
 def comm_budget(record: dict[str, Any], restart: dict[str, Any]) -> str | None:

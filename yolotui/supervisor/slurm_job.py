@@ -26,13 +26,14 @@ from typing import Any
 
 from yolotui import procs
 from yolotui.errors import UserError
+from yolotui.logconfig import log
 from yolotui.placement import slurm
 from yolotui.runs.layout import EVENTS_JSONL, INTERRUPTED, LAST_PT, QUEUED, STOP_REQUEST, STOPPED, WEIGHTS_DIR
 from yolotui.runs.runconfig import handles_save_signal
 from yolotui.runs.status import read_status
 from yolotui.supervisor import policy
 from yolotui.supervisor.decision import KILLED
-from yolotui.supervisor.process import Supervisor, _size, log, main
+from yolotui.supervisor.process import Supervisor, _size, main
 
 TIMELIMIT = "timelimit"
 PREEMPTED = "preempted"

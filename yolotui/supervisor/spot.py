@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from yolotui.errors import UserError
-from yolotui.supervisor.logconfig import log
+from yolotui.logconfig import log
 
 
 class SpotHandling:

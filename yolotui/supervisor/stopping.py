@@ -15,11 +15,11 @@ import time
 from typing import Any
 
 from yolotui import procs
+from yolotui.logconfig import log
 from yolotui.runs.layout import STOP_REQUEST, STOPPING
 from yolotui.runs.stoprequest import read_stop_request
 from yolotui.supervisor import policy
 from yolotui.supervisor.grace import checkpoint_being_written, effective_grace
-from yolotui.supervisor.logconfig import log
 
 DEFAULT_GRACE_S = 30.0
 WRITE_SETTLE_S = 5.0  # after a checkpoint write seen during a stop, the trainer gets this long to exit

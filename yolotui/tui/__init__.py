@@ -1,1 +1,10 @@
-"""The Textual app. Nothing here imports torch; everything shown is rebuilt from run directories."""
+"""The Textual app. Nothing here imports torch; everything shown is rebuilt from run directories.
+
+app.py (the app: home and dashboards, themes, notifications), app_actions.py (the run actions and wizards),
+actions.py (the `yolotui ...` command lines the wizards run), runview.py (a run folder read incrementally for
+the dashboard), sources.py (the door to the health and telemetry libraries), watch.py (change notification for
+run folders), themes.py (theme files and the remembered choice), web.py (the TUI in a browser),
+wizard_checks.py (the checks behind the wizards' inline errors), ultralytics_choices.py (the resume wizard's
+choices for an ultralytics run). Subpackages: screens/ (one screen a file), widgets/ (each with its own
+DEFAULT_CSS).
+"""

@@ -163,7 +163,7 @@ class RunReader:
         view.state = effective_state(self.run_dir, status)
         job = slurm_job_of(status)
         if job:
-            from yolotui.placement.slurm import describe
+            from yolotui.runs.slurm_state import describe
 
             view.slurm = describe(job)  # squeue, bounded and cached (this runs in a worker thread)
         view.name = self.name or (status.name if status and status.name else self.run_dir.name)

@@ -1,1 +1,1 @@
-"""The backend of yolotui's own YOLOv9 trainer (`python -m yolotui.engine train`): see backend.py."""
+"""The backend of yolotui's own YOLOv9 trainer (`python -m yolotui.engine train`): backend.py."""

@@ -1,1 +1,1 @@
-"""The backend of `yolotui exec -- COMMAND`: any command, supervised but opaque: see backend.py."""
+"""The backend of `yolotui exec -- COMMAND`: any command, supervised but opaque: backend.py."""

@@ -20,7 +20,7 @@ environment needs yolotui's dependencies. What it does, in this order:
 4. It watches the official logger for "N epochs completed": once seen, the training is finished, and a
    failure after it (strip_optimizer, the final validation, plotting) is reported as a warning with exit 0.
 
-Event schema: DESIGN.md, "Event schema". RUN defaults to $YOLOTUI_RUN_DIR, the attempt to $YOLOTUI_ATTEMPT.
+Event schema: docs/architecture.md, "Event types". RUN defaults to $YOLOTUI_RUN_DIR, the attempt to $YOLOTUI_ATTEMPT.
 """
 
 from __future__ import annotations

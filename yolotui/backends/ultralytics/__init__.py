@@ -1,19 +1,24 @@
-"""The `ultralytics` backend: ultralytics' trainer (`yolo train ...`, `YOLO(...).train(...)`) supervised by yolotui.
+"""The `ultralytics` backend: ultralytics' trainer (`yolo train ...`, `YOLO(...).train(...)`) supervised by
+yolotui.
 
 ultralytics is AGPL-3.0: yolotui never imports it. The trainer is a separate process, the user's interpreter
-running the shim (shim.py), which hooks ultralytics' callbacks and writes yolotui's events. One module per job:
+running the shim (shim.py), which hooks ultralytics' callbacks and writes yolotui's events. One module per
+job:
 
 - recognise.py: `yolotui exec -- yolo train ...` (also `yolo detect train`, `python -m ultralytics`, and a
   Python script that calls `YOLO(...).train`) is told apart from any other command;
 - launch.py: the supervised argv, the run folder (= ultralytics' save_dir, recorded in run.yaml as
   `ultralytics.save_dir`), the resume entries, the epochs rewrite that extends a run;
-- shim.py: the in-process shim (standard library only in yolotui's part);
+- shim.py: the in-process shim (standard library only in yolotui's part), with shim_files.py (events.jsonl
+  appends, atomic replaces, what a resume drops), shim_hooks.py (the Reporter on ultralytics' callbacks) and
+  shim_safety.py (the pickled globals a checkpoint may name, the failure classes, injected faults);
 - checkpoint.py: torch-free verdicts (resume_usable for the supervisor, extend_source);
 - remedies.py: what each failure class's remedy means here.
 
 Capabilities: resume (epoch-granular, ultralytics' own resume=True from last.pt), extend (the checkpoint's
 train_args epochs rewritten), save-now (through the shim, after the first epoch), no mid-epoch stop, no lr
-scale, no multi-GPU launch from yolotui (ultralytics spawns its own DDP workers, which the shim does not reach).
+scale, no multi-GPU launch from yolotui (ultralytics spawns its own DDP workers, which the shim does not
+reach).
 """
 
 from __future__ import annotations

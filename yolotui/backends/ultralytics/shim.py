@@ -17,7 +17,7 @@ What it does:
 
 1. Registers on ultralytics' default callbacks (on_pretrain_routine_start, on_train_start,
    on_train_epoch_start, on_train_batch_end, on_fit_epoch_end, on_model_save, on_train_end) and writes
-   yolotui's events (DESIGN.md, "Event schema"), one whole line per os.write on an O_APPEND descriptor:
+   yolotui's events (docs/architecture.md, "Event types"), one whole line per os.write on an O_APPEND descriptor:
    start, batch (throttled), epoch, checkpoint, done, error, warning, stop.
 2. Makes ultralytics' checkpoint writes atomic (last.pt, best.pt, epochN.pt are written in place by
    ultralytics: here to a temporary file, fsynced, then renamed), keeps the final last.pt before ultralytics

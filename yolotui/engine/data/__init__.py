@@ -1,7 +1,9 @@
 """YOLO-format data sets: data.yaml, label checks, deterministic augmentation, loaders, demo data.
 
-The torch-free parts (data.yaml, image listing, label checks, demo data) live in yolotui.datasets;
-this package adds the augmenting dataset, the deterministic sampler and the loader.
+The torch-free parts (data.yaml, image listing, label checks, demo data) live in yolotui.datasets; this
+package adds augment.py (the official augmentations on an explicit numpy Generator), dataset.py (YoloDataset),
+sampler.py (the deterministic sample order), loader.py (the DataLoader and collate), diskcache.py (`--cache
+disk`) and pipeline.py (the trainer's splits, datasets and per-epoch loader).
 """
 
 from yolotui.engine.data.augment import AUGMENT_DEFAULTS, letterbox

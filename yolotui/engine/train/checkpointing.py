@@ -1,6 +1,6 @@
-"""The trainer's checkpoints: what a checkpoint holds (a plain dict: DESIGN.md, "Checkpoints"), writing last.pt
-and best.pt (never a diverged state), the mid-epoch save with accumulated gradients, and the exact restore that
-drops results rows and events past the checkpoint. A mixin of yolotui.engine.train.trainer.Trainer.
+"""The trainer's checkpoints: what a checkpoint holds (a plain dict: docs/architecture.md, "weights/"),
+writing last.pt and best.pt (never a diverged state), the mid-epoch save with accumulated gradients, and the
+exact restore that drops results rows and events past the checkpoint. A mixin of yolotui.engine.train.trainer.Trainer.
 """
 
 from __future__ import annotations

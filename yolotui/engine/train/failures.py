@@ -1,4 +1,5 @@
-"""Classify why training failed into the supervisor's classes: oom, comm, nan, data, crash (DESIGN.md).
+"""Classify why training failed into the supervisor's classes: oom, comm, nan, data, disk, crash
+(docs/architecture.md, "Failure classes").
 
 `classify_exception(exc)` looks at the exception type and, because many failures reach Python as a plain
 RuntimeError (CUDA and NCCL errors, an exception re-raised from a DataLoader worker process), at the text of
@@ -16,7 +17,7 @@ import errno
 import os
 
 from yolotui.errors import UserError
-from yolotui.supervisor.failure_text import classify_text
+from yolotui.failure_text import classify_text
 
 OOM, COMM, NAN, DATA, CRASH, DISK = "oom", "comm", "nan", "data", "crash", "disk"
 

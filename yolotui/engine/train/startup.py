@@ -23,7 +23,7 @@ from yolotui.engine.train.memory_format import prepare_for_training
 from yolotui.errors import UserError
 from yolotui.runs import layout
 
-LOG = logging.getLogger("yolotui.trainer")  # train.log by default; see yolotui/supervisor/logconfig.py
+LOG = logging.getLogger("yolotui.trainer")  # train.log by default; see yolotui/logconfig.py
 DATA_LOG = logging.getLogger("yolotui.data")
 DDP_LOG = logging.getLogger("yolotui.ddp")
 

@@ -1,4 +1,5 @@
-"""The trainer process: trains one run directory, writing events, results, checkpoints (DESIGN.md).
+"""The trainer process: trains one run directory, writing events, results, checkpoints
+(docs/architecture.md, "The run folder").
 
 `python -m yolotui.engine train --run-dir RUN` reads RUN/opt.yaml and RUN/hyp.yaml. When RUN/weights/last.pt
 exists it resumes from it exactly: model, EMA, optimizer (and accumulated gradients), scaler, RNG, early-stop
@@ -27,10 +28,10 @@ from yolotui.engine.evaluate import validate as validation
 from yolotui.engine.loss.yolo_loss import loss_for_model
 from yolotui.engine.trackers.hub import NO_TRACKERS, close_trackers, open_trackers
 from yolotui.engine.train import ddp
-from yolotui.engine.train.checkpointing import TrainerCheckpoints, drop_events_after
+from yolotui.engine.train.checkpointing import TrainerCheckpoints
 from yolotui.engine.train.compiled import training_forward
 from yolotui.engine.train.ema import ModelEMA, unwrap
-from yolotui.engine.train.failures import NanGuard, NonFiniteLoss, classify_exception, failure_message
+from yolotui.engine.train.failures import NanGuard, classify_exception, failure_message
 from yolotui.engine.train.faults import FaultInjector
 from yolotui.engine.train.freeze import frozen_state_keys, hold_frozen_bn
 from yolotui.engine.train.loop_timing import LoopTiming
@@ -39,15 +40,13 @@ from yolotui.engine.train.optim import NOMINAL_BATCH, accumulation_steps, build_
 from yolotui.engine.train.precision import autocast_dtype, describe, to_float32
 from yolotui.engine.train.schedule import make_plan, warmup_accumulation
 from yolotui.engine.train.signals import SignalRequests
-from yolotui.engine.train.startup import (  # noqa: F401 (select_device, transfer_weights, freeze_prefixes: API)
+from yolotui.engine.train.startup import (
     DATA_LOG,
     LOG,
     TrainerStartup,
-    freeze_prefixes,
     read_attempt,
     seed_everything,
     select_device,
-    transfer_weights,
 )
 from yolotui.errors import UserError
 from yolotui.runs import layout
@@ -393,8 +392,8 @@ def run_trainer(run_dir: Path, overrides: EngineOverrides | None = None) -> int:
 
 def apply_logging(run_dir: Path) -> None:
     """Configure logging from run.yaml's `logging` entry (re-applied on every attempt); defaults without one."""
+    from yolotui.logconfig import apply
     from yolotui.runs.runconfig import read_run_config, run_yaml_path
-    from yolotui.supervisor.logconfig import apply
 
     entry = None
     if run_yaml_path(run_dir).exists():
@@ -428,5 +427,4 @@ def _tail(lines: int = 15) -> str:
     return "\n".join(traceback.format_exc().splitlines()[-lines:])
 
 
-__all__ = ["EngineOverrides", "NonFiniteLoss", "Trainer", "run_trainer", "drop_events_after", "transfer_weights",
-           "freeze_prefixes"]
+__all__ = ["EngineOverrides", "Trainer", "run_trainer"]

@@ -108,7 +108,7 @@ class RunHeader(Panel):
             text.append("  elapsed ", self.style_for("label"))
             text.append(format_duration(elapsed))
         if view.slurm:
-            from yolotui.placement.slurm import short_text
+            from yolotui.runs.slurm_state import short_text
 
             text.append("  slurm ", self.style_for("label"))
             text.append(short_text(view.slurm))
@@ -368,7 +368,7 @@ class LogTail(Panel):
         self.level: str | None = None
 
     def cycle_level(self) -> str | None:
-        """Show only lines at the next level or above (yolotui.supervisor.logconfig.level_of_line); returns it."""
+        """Show only lines at the next level or above (yolotui.logconfig.level_of_line); returns it."""
         self.level = self.LEVELS[(self.LEVELS.index(self.level) + 1) % len(self.LEVELS)]
         self._show()
         return self.level
@@ -394,7 +394,7 @@ class LogTail(Panel):
         if self.level is not None:
             import logging
 
-            from yolotui.supervisor.logconfig import level_of_line
+            from yolotui.logconfig import level_of_line
 
             floor = logging.getLevelName(self.level)
             lines = [line for line in lines if level_of_line(line) >= floor]

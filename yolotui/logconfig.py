@@ -56,10 +56,10 @@ def check_level(value: Any, where: str) -> str:
 
 def load(path: Path) -> dict[str, Any]:
     """Read and check a logging YAML; UserError with one line naming the file and the bad key."""
-    from yolotui.usersettings import read_yaml_mapping
+    from yolotui.safe_yaml import load_mapping
 
     path = Path(path).expanduser()
-    config = read_yaml_mapping(path, "--log-config", MAX_BYTES)
+    config = load_mapping(path, "--log-config", MAX_BYTES)
     validate(config, f"--log-config {path}")
     for spec in (config.get("handlers") or {}).values():  # the supervisor and the trainer run in other folders
         if isinstance(spec.get("filename"), str) and not Path(spec["filename"]).expanduser().is_absolute():
@@ -228,7 +228,7 @@ LOG = logging.getLogger("yolotui.supervisor")
 
 def log(message: str, level: int = logging.INFO) -> None:
     """A record of the `yolotui.supervisor` logger: by default a timestamped line on the supervisor's own log
-    (its stdout is RUN/supervisor.log); a --log-config adds its handlers (yolotui/supervisor/logconfig.py). Never
+    (its stdout is RUN/supervisor.log); a --log-config adds its handlers (yolotui/logconfig.py). Never
     raises: logging's handlers swallow write errors such as a full disk."""
     LOG.log(level, message)
 
