@@ -12,7 +12,8 @@ The layers and what each may import: docs/architecture.md, "Layers". Top-level m
 
 Packages: runs/ (the run-folder contract), telemetry/ (GPU and host readings), configs/ and datasets/ (shipped
 YAML, data sets without torch), notify/, placement/ and mirror/ (notifications, where a supervisor starts,
-copies off the machine), health/ (diagnosis without torch), backends/ (one package per kind of trainer),
+copies off the machine), fleet/ (other machines over SSH: hosts, the
+transport, the live stream), health/ (diagnosis without torch), backends/ (one package per kind of trainer),
 supervisor/ (the detached supervisor of a run), jobs/ (the use cases), engine/ (YOLOv9 in torch), tui/ (the
 Textual app), commands/ (the CLI adapters).
 """
