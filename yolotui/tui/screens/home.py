@@ -1,49 +1,44 @@
-"""Home: every indexed run in one table, live; `/` filters, `s` (or a header click) sorts, Enter opens.
+"""Home, the cockpit: every GPU in a strip at the top, every indexed run in one table, live; `/` filters,
+`s` (or a header click) sorts, Enter opens.
 
-Space marks runs (a dot before the name) and `v` opens the marked runs side by side (CompareScreen). A
-queued run shows what it waits for in the epoch column.
+A live run shows its progress and ETA, a failed one its failure class, a queued one what it waits for.
+Space marks runs (a dot before the name) and `v` opens the marked runs side by side (CompareScreen). The GPU
+strip samples through the app's one sampler while home is in front (the dashboard's panel uses the same one).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+import time
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from yolotui import formatting
-from yolotui.formatting import age as format_age
-from yolotui.formatting import short_when as format_time
-from yolotui.placement.queue import short_note
 from yolotui.runs import index
-from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
+from yolotui.runs.layout import LAST_PT, LIVE_STATES, WEIGHTS_DIR
 from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
-from yolotui.tui.sources import CheckpointFacts, diagnose
+from yolotui.tui.home_data import ExtrasReader, HomeRow, device_users, pid_owners
+from yolotui.tui.sources import CheckpointFacts, diagnose, run_pids, safe_sample
 from yolotui.tui.watch import watch_changes
-from yolotui.tui.widgets.panels import STATE_CLASS, VERDICT_CLASS
+from yolotui.tui.widgets.gpu_strip import GpuStrip
+from yolotui.tui.widgets.run_cells import COLUMNS, cells, sort_key
 
 SLOW_POLL_S = 5.0  # catches what no file event announces: a supervisor dying (its lock released), ages
 MIN_GAP_S = 0.5  # at most two table rebuilds a second however fast files change
 
-COLUMNS = ("name", "state", "epoch", "mAP50-95", "checkpoint", "started", "device")
-STATE_STYLE = {"good": "bold green", "info": "bold cyan", "warn": "bold yellow", "bad": "bold red",
-               "muted": "dim"}
+PIDS_TTL_S = 10.0  # a live run's process tree is rescanned at most this often (a scan walks /proc)
 
-
-@dataclass
-class HomeRow:
-    """One line of the runs table."""
-
-    summary: RunSummary
-    checkpoint: CheckpointFacts | None
+__all__ = ["COLUMNS", "HomeRow", "HomeScreen", "RunsLoaded"]
 
 
 class RunsLoaded(Message):
@@ -54,6 +49,14 @@ class RunsLoaded(Message):
         self.rows = rows
         self.error = error
         self.partial = partial  # shown at once; the checkpoint verdicts of this reading are still being made
+
+
+class GpuRead(Message):
+    """One sample of the GPUs (or the host) from the app's sampler (posted from the sampler thread)."""
+
+    def __init__(self, snapshot: Any) -> None:
+        super().__init__()
+        self.snapshot = snapshot
 
 
 class HomeScreen(Screen):
@@ -74,7 +77,8 @@ class HomeScreen(Screen):
     DEFAULT_CSS = """
     HomeScreen #filter { display: none; height: 3; }
     HomeScreen #filter.-visible { display: block; }
-    HomeScreen #runs { height: 1fr; }
+    HomeScreen #home-main { height: 1fr; }
+    HomeScreen #runs { height: 1fr; width: 1fr; }
     HomeScreen #home-message { height: auto; padding: 0 1; color: $foreground-muted; }
     """
 
@@ -95,10 +99,16 @@ class HomeScreen(Screen):
         self._slow_timer = None
         self._ckpt_cache: dict[str, tuple[tuple[float, int], CheckpointFacts]] = {}
         self.marked: set[str] = set()  # run folders marked with space, for `v` (compare)
+        self._extras = ExtrasReader()
+        self._pids_cache: dict[int, tuple[float, frozenset[int]]] = {}
+        self.gpu_snapshot: Any = None  # the latest shared GPU sample (app.sampler), for the strip
+        self._gpu_timer = None
 
     def compose(self) -> ComposeResult:
+        yield GpuStrip(id="gpu-strip")
         with Vertical(id="home-body"):
-            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            with Horizontal(id="home-main"):
+                yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
             yield Static("loading runs…", id="home-message")
         yield Footer(compact=True)  # 80 columns fit every footer key
 
@@ -108,6 +118,7 @@ class HomeScreen(Screen):
         for key in COLUMNS:
             table.add_column(key, key=key)
         self.call_after_refresh(self.request_load)  # first paint first, then read the runs
+        self.call_after_refresh(self.sample_gpus)  # and the GPUs (NVML starts in the worker, after the paint)
 
     def on_screen_suspend(self) -> None:
         """A dashboard covers the table: stop watching and polling until it is back (saves CPU)."""
@@ -117,12 +128,40 @@ class HomeScreen(Screen):
             self._slow_timer = None
         self.workers.cancel_group(self, "home-watch")
         self._watched = ()
+        if self._gpu_timer is not None:  # the dashboard samples through the same sampler meanwhile
+            self._gpu_timer.stop()
+            self._gpu_timer = None
 
     def on_screen_resume(self) -> None:
         """Back on top: read now and watch again."""
         if self._suspended:
             self._suspended = False
             self.request_load()
+            self.sample_gpus()
+
+    # -- GPUs -----------------------------------------------------------------------------------------------
+    @work(thread=True, exit_on_error=False, group="home-gpu")
+    def sample_gpus(self) -> None:
+        """One sample from the app's one GPU sampler (thread); posts GpuRead."""
+        self.post_message(GpuRead(safe_sample(self.app.sampler)))
+
+    def on_gpu_read(self, message: GpuRead) -> None:
+        self.gpu_snapshot = message.snapshot
+        self._show_gpus()
+        interval = self.app.gpu_interval
+        if interval and not self._suspended:
+            self._gpu_timer = self.set_timer(interval, self.sample_gpus)
+
+    def _show_gpus(self) -> None:
+        if self.gpu_snapshot is None:
+            return
+        live = [r for r in self.rows if r.summary.state in LIVE_STATES and r.summary.state != "queued"]
+        self.query_one(GpuStrip).show(self.gpu_snapshot, pid_owners(live), device_users(live))
+
+    @property
+    def settled(self) -> bool:
+        """True once the runs were read twice (the watcher's catch-up included) and a GPU sample is shown."""
+        return self.load_count >= 2 and self.gpu_snapshot is not None
 
     # -- loading ------------------------------------------------------------------------------------------
     def request_load(self) -> None:
@@ -151,15 +190,31 @@ class HomeScreen(Screen):
                 facts, fresh = self._known_checkpoint(summary)
                 if not fresh:
                     pending.append(len(rows))
-                rows.append(HomeRow(summary, facts))
+                rows.append(self._row(summary, facts))
             if pending:
                 self.post_message(RunsLoaded(list(rows), problem, partial=True))
                 for i in pending:
-                    rows[i] = HomeRow(rows[i].summary, self._checkpoint(rows[i].summary))
+                    rows[i] = dataclasses.replace(rows[i], checkpoint=self._checkpoint(rows[i].summary))
         except Exception as exc:  # a library bug shows as a line, not a traceback
             self.post_message(RunsLoaded([], f"could not read the runs: {exc}"))
             return
         self.post_message(RunsLoaded(rows, problem))
+
+    def _row(self, summary: RunSummary, facts: CheckpointFacts | None) -> HomeRow:
+        """The run's table row: its summary, checkpoint, and what home_data reads beyond them (thread)."""
+        extras = self._extras.extras(summary)
+        return HomeRow(summary, facts, backend=extras.backend, map_trend=extras.map_trend,
+                       fraction=extras.fraction, eta_s=extras.eta_s, pids=self._pids(extras.trainer_pid))
+
+    def _pids(self, trainer_pid: int | None) -> frozenset[int]:
+        """A live trainer's process tree, rescanned at most every PIDS_TTL_S."""
+        if not trainer_pid:
+            return frozenset()
+        cached = self._pids_cache.get(trainer_pid)
+        if cached is None or time.monotonic() - cached[0] > PIDS_TTL_S:
+            cached = (time.monotonic(), frozenset(run_pids(trainer_pid)))
+            self._pids_cache[trainer_pid] = cached
+        return cached[1]
 
     def _known_checkpoint(self, summary: RunSummary) -> tuple[CheckpointFacts | None, bool]:
         """(what to show for the run's last.pt now, whether that is its verdict for the file as it is)."""
@@ -199,6 +254,7 @@ class HomeScreen(Screen):
         self.loaded = True
         self.load_count += 1
         self._render_table()
+        self._show_gpus()
         if message.error:
             note = message.error
         elif not self.rows:
@@ -250,13 +306,13 @@ class HomeScreen(Screen):
         needle = self.filter_text.lower().strip()
         rows = [r for r in self.rows if not needle or needle in " ".join(
             str(x) for x in (r.summary.name, r.summary.state, r.summary.device or "", r.summary.path)).lower()]
-        rows.sort(key=lambda r: _sort_key(r, COLUMNS[self.sort_column]), reverse=self.sort_reverse)
+        rows.sort(key=lambda r: sort_key(r, COLUMNS[self.sort_column]), reverse=self.sort_reverse)
         return rows
 
     def _render_table(self) -> None:
         table = self.query_one("#runs", DataTable)
         now = self.app.clock()
-        content = [(row.summary.path, _cells(row, now, row.summary.path in self.marked))
+        content = [(row.summary.path, cells(row, now, row.summary.path in self.marked))
                    for row in self.visible_rows()]
         labels = [key + ((" ▼" if self.sort_reverse else " ▲") if i == self.sort_column else "")
                   for i, key in enumerate(COLUMNS)]
@@ -271,10 +327,10 @@ class HomeScreen(Screen):
             column = table.columns[key]
             column.label = Text(label)
             column.auto_width = False
-            column.width = max([len(label)] + [Text(str(cells[position])).cell_len if not isinstance(
-                cells[position], Text) else cells[position].cell_len for _, cells in content])
-        for path, cells in content:
-            table.add_row(*cells, key=path)
+            column.width = max([len(label)] + [Text(str(row[position])).cell_len if not isinstance(
+                row[position], Text) else row[position].cell_len for _, row in content])
+        for path, row in content:
+            table.add_row(*row, key=path)
         if selected is not None and selected in table.rows:
             table.move_cursor(row=table.get_row_index(selected))
 
@@ -395,44 +451,4 @@ class HomeScreen(Screen):
         self.query_one("#runs", DataTable).focus()
 
 
-QUEUE_NOTE_WIDTH = 28  # how much of a queued run's reason the epoch column shows
-
-
-def _cells(row: HomeRow, now: float, marked: bool = False) -> tuple:
-    summary = row.summary
-    state_style = STATE_STYLE[STATE_CLASS.get(summary.state, "muted")]
-    epoch = formatting.epochs(summary.epoch, summary.epochs)
-    if summary.state == "queued" and summary.message:
-        epoch = Text(short_note(summary.message, QUEUE_NOTE_WIDTH), "italic")
-    best = f"{summary.best_map:.4f}" if summary.best_map is not None else "--"
-    checkpoint = Text("none", "dim")
-    if row.checkpoint is not None:
-        age = format_age(now - row.checkpoint.mtime) if row.checkpoint.mtime else "--"
-        verdict = row.checkpoint.verdict
-        checkpoint = Text.assemble(f"{age} ", (verdict, STATE_STYLE[VERDICT_CLASS.get(verdict, "muted")]))
-    state = summary.state if summary.attempt <= 1 else f"{summary.state} #{summary.attempt}"
-    name = Text.assemble(("● ", "bold"), summary.name) if marked else summary.name
-    device = summary.device or "--"
-    if summary.slurm:  # a SLURM run: where and how long, or why it waits
-        from yolotui.placement.slurm import short_text
-
-        device = f"{summary.device + ' ' if summary.device else ''}{short_text(summary.slurm)}"
-    return (name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started), device)
-
-
-def _sort_key(row: HomeRow, column: str):
-    summary = row.summary
-    if column == "name":
-        return (summary.name.lower(),)
-    if column == "state":
-        return (summary.state,)
-    if column == "epoch":
-        return (summary.epoch or 0, summary.epochs or 0)
-    if column == "mAP50-95":
-        return (summary.best_map if summary.best_map is not None else -1.0,)
-    if column == "checkpoint":
-        mtime = row.checkpoint.mtime if row.checkpoint and row.checkpoint.mtime else 0.0
-        return (-mtime,)
-    if column == "device":
-        return (summary.device or "",)
-    return (-(summary.started or 0.0),)
+_cells = cells  # the name earlier callers (and tests) import

@@ -1,0 +1,204 @@
+"""The home screen as a cockpit: the GPU strip, the richer rows (progress, ETA, failure, wait, backend, trend)
+and the bounded readers behind them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_nvml import FakeNVML, scenario
+from tui_fakes import FakeSampler, rendered, wait_until
+from tui_fixtures import FIXED_NOW, make_run, standard_runs
+
+from yolotui.runs.layout import EVENTS_JSONL, RESULTS_CSV
+from yolotui.runs.summary import RunSummary
+from yolotui.telemetry.gpu import GpuSampler
+from yolotui.tui.app import YolotuiApp
+from yolotui.tui.home_data import ExtrasReader, backend_label, progress, tail_results
+from yolotui.tui.widgets.gpu_strip import GpuStrip, max_strip_lines
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def runs(tmp_path):
+    made = standard_runs(tmp_path / "runs")
+    yield made
+    for run in made.values():
+        run.release()
+
+
+class CountingSampler:
+    """Wraps a sampler and counts the samples taken (one sampler, shared by every widget)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def sample(self, own_pids=None):
+        self.calls += 1
+        return self.inner.sample(own_pids) if own_pids else self.inner.sample()
+
+
+def eight_gpus() -> GpuSampler:
+    gpus = [scenario("thermal" if i == 3 else "power_cap" if i == 5 else "healthy", i,
+                     procs=[(4242, 40000)] if i < 2 else []) for i in range(8)]
+    return GpuSampler(nvml=FakeNVML(gpus))
+
+
+def make_app(sampler) -> YolotuiApp:
+    return YolotuiApp(sampler=sampler, clock=lambda: FIXED_NOW, gpu_interval=None, remember_theme=False)
+
+
+def strip_text(app) -> list[str]:
+    return rendered(app.home.query_one(GpuStrip)).splitlines()
+
+
+@pytest.mark.parametrize("size,layout", [((200, 60), "one"), ((120, 30), "two"), ((80, 24), "two"),
+                                         ((70, 14), "summary")])
+async def test_the_strip_shows_every_gpu_and_folds_to_the_room(runs, size, layout):
+    app = make_app(eight_gpus())
+    async with app.run_test(size=size) as pilot:
+        assert await wait_until(pilot, lambda: app.home.settled, 30)
+        await pilot.pause()
+        lines = strip_text(app)
+        text = "\n".join(lines)
+        if layout == "one":
+            assert len(lines) == 8 and lines[0].startswith("GPU0 H200")
+            assert "mem" in lines[0] and "util 97%" in lines[0] and "520/700W" in lines[0]
+            assert "shapes-running 39G 28%" in lines[0]  # the running run's trainer (pid 4242) holds 39 of 140 GiB
+            assert "throttled: thermal" in lines[3] and "throttled: power cap" in lines[5]
+        elif layout == "two":
+            assert len(lines) == 4 and all("│" in line for line in lines)
+            assert "⚠thermal" in lines[1] and "⚠power cap" in lines[2]
+            assert "shapes-running" in lines[0]
+            assert all(len(line) <= size[0] for line in lines)
+        else:
+            assert len(lines) == 1 and lines[0].startswith("8 GPUs")
+            assert "64–91°C" in text and "util 97%" in text and "throttled: GPU3" in text
+
+
+async def test_a_cpu_only_machine_shows_cpu_and_ram(runs):
+    app = make_app(FakeSampler(gpu=False))
+    async with app.run_test(size=(120, 30)) as pilot:
+        assert await wait_until(pilot, lambda: app.home.settled, 30)
+        await pilot.pause()
+        (line,) = strip_text(app)
+        assert line.startswith("cpu 12%") and "ram" in line and "7.8/31G" in line and "no NVIDIA GPU" in line
+
+
+async def test_home_and_dashboard_share_the_one_sampler_and_home_stops_behind_the_dashboard(runs):
+    sampler = CountingSampler(FakeSampler())
+    app = YolotuiApp(sampler=sampler, clock=lambda: FIXED_NOW, gpu_interval=0.05, remember_theme=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        assert await wait_until(pilot, lambda: sampler.calls >= 3, 30)
+        assert app.sampler is sampler
+        app.open_run(runs["running"].path)
+        assert await wait_until(pilot, lambda: app.screen is not app.home and app.screen.settled, 30)
+        await pilot.pause(0.3)
+        home_timer = app.home._gpu_timer
+        assert home_timer is None  # home no longer samples: the dashboard's panel does, through the same sampler
+        before = sampler.calls
+        assert await wait_until(pilot, lambda: sampler.calls > before + 2, 30)
+
+
+def test_strip_lines_budget_leaves_the_table_most_of_the_screen():
+    assert max_strip_lines(14) == 1
+    assert max_strip_lines(24) == 4
+    assert max_strip_lines(30) == 6
+    assert max_strip_lines(60) == 8
+
+
+def summary_of(**fields) -> RunSummary:
+    base = {"name": "r", "path": "/nowhere", "state": "running"}
+    return RunSummary(**{**base, **fields})
+
+
+def test_progress_and_eta_from_epoch_intervals_or_the_batch_rate():
+    summary = summary_of(epoch=4, epochs=10, batch=10, batches=20)
+    epochs = [{"type": "epoch", "epoch": i, "ts": 1000.0 + 60 * i} for i in range(4)]
+    fraction, eta = progress(summary, epochs)
+    assert fraction == pytest.approx(0.45)
+    assert eta == pytest.approx(0.55 * 10 * 60)
+    batches = [{"type": "batch", "epoch": 4, "batch": b, "ts": 2000.0 + b} for b in (2, 10)]  # 1 s a batch
+    fraction, eta = progress(summary, batches)
+    assert eta == pytest.approx(0.55 * 10 * 20)
+    assert progress(summary, [])[1] is None  # no pace known: no ETA rather than a wrong one
+    assert progress(summary_of(state="stopped", epoch=4, epochs=10), epochs) == (0.4, None)
+    assert progress(summary_of(epochs=None), epochs) == (None, None)
+
+
+def test_results_tail_reads_the_last_rows_only(tmp_path):
+    path = tmp_path / RESULTS_CSV
+    header = "epoch,train/box_loss,metrics/mAP_0.5:0.95\n"
+    path.write_text(header + "".join(f"{i},{1.0 / (i + 1):.4f},{i / 1000:.4f}\n" for i in range(2000)) + "1999,0.5")
+    rows = tail_results(path, max_bytes=4096)
+    assert 100 < len(rows) < 400  # the tail, not 2000 rows
+    assert rows[-1]["epoch"] == 1999 and rows[-1]["metrics/mAP_0.5:0.95"] == pytest.approx(1.999)
+    ultra = tmp_path / "u.csv"
+    ultra.write_text("epoch,time,metrics/mAP50-95(B)\n1,3.0,0.1\n2,6.0,0.2\n")
+    assert [(r["epoch"], r["metrics/mAP_0.5:0.95"]) for r in tail_results(ultra)] == [(0, 0.1), (1, 0.2)]
+    assert tail_results(tmp_path / "missing.csv") == []
+
+
+def test_backend_label_comes_from_the_backend_object():
+    assert backend_label("yolotui") == "engine"
+    assert backend_label("exec") == "command"
+    assert backend_label("official") == "official"
+    assert backend_label("ultralytics") == "ultralytics"
+    assert backend_label("nonsense") == "nonsense"
+    assert backend_label(None) is None
+
+
+def test_extras_read_a_bounded_tail_of_a_huge_events_file(tmp_path):
+    run = make_run(tmp_path, "big", state="running", epochs=300, done_epochs=2, hold_lock=True)
+    try:
+        events = run.path / EVENTS_JSONL
+        line = json.dumps({"ts": 1.0, "type": "batch", "epoch": 2, "epochs": 300, "batch": 1, "batches": 9}) + "\n"
+        with open(events, "a") as handle:
+            handle.write(line * 60_000)  # ~5 MB of batch events
+        from yolotui.runs.summary import summarize
+
+        reads: list[int] = []
+        import builtins
+
+        real_open = builtins.open
+
+        class Spy:
+            def __init__(self, handle):
+                self.handle = handle
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                self.handle.close()
+
+            def __getattr__(self, name):
+                return getattr(self.handle, name)
+
+            def read(self, size=-1):
+                data = self.handle.read(size)
+                reads.append(len(data))
+                return data
+
+        def spying_open(file, *args, **kwargs):
+            handle = real_open(file, *args, **kwargs)
+            return Spy(handle) if str(file) == str(events) else handle
+
+        summary = summarize(run.path)
+        builtins.open = spying_open
+        try:
+            extras = ExtrasReader().extras(summary)
+        finally:
+            builtins.open = real_open
+        assert reads and max(reads) <= 64 * 1024
+        assert extras.backend == "command" and extras.trainer_pid == 4242
+        assert len(extras.map_trend) == 2
+    finally:
+        run.release()
