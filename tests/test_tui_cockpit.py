@@ -202,3 +202,75 @@ def test_extras_read_a_bounded_tail_of_a_huge_events_file(tmp_path):
         assert len(extras.map_trend) == 2
     finally:
         run.release()
+
+
+def preview_text(app) -> str:
+    from yolotui.tui.widgets.run_preview import RunPreview
+
+    return rendered(app.home.query_one(RunPreview))
+
+
+async def highlight(pilot, app, name: str) -> None:
+    table = app.home.query_one("#runs")
+    table.move_cursor(row=table.get_row_index(next(r.summary.path for r in app.home.rows if r.summary.name == name)))
+    assert await wait_until(pilot, lambda: app.home.settled and name in preview_text(app), 30)
+
+
+async def test_the_preview_gives_state_curves_checkpoint_log_and_doctors_next_action(runs):
+    app = make_app(FakeSampler())
+    async with app.run_test(size=(200, 60)) as pilot:
+        assert await wait_until(pilot, lambda: app.home.settled, 30)
+        assert app.home.preview_shown  # a large screen shows it from the start, beside the table
+        assert not app.home.query_one("#home-main").has_class("-stacked")
+        await highlight(pilot, app, "ssh-interrupted")
+        text = preview_text(app)
+        assert "interrupted after 6/50 epochs done" in text
+        assert "mAP  ▁▂▃▅▆█ 0.275 best@6" in text
+        assert "last.pt resumable  2m ago" in text
+        assert "advice resume from last.pt (6/50 epochs done)" in text
+        assert " R  resume at epoch 7 of 50" in text  # doctor's advice and the key that does it
+        assert "ssh-interrupted log line 29" in text  # the end of train.log
+        await highlight(pilot, app, "coco-finished")
+        assert " R  extend with more epochs · F fine-tune" in preview_text(app)
+        await highlight(pilot, app, "bad-data-failed")
+        text = preview_text(app)
+        assert "failed (data) after 1/30 epochs done: data.yaml: key 'train' missing" in text
+        assert " n  start a new run" in text
+        await highlight(pilot, app, "shapes-running")
+        text = preview_text(app)
+        assert "running: epoch 4 of 20, 18% done" in text and "advice" not in text  # a live run needs none
+
+
+async def test_p_toggles_the_preview_and_a_narrow_screen_stacks_it_below_the_table(runs):
+    app = make_app(FakeSampler())
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert await wait_until(pilot, lambda: app.home.settled, 30)
+        pane = app.home.query_one("#preview")
+        assert not app.home.preview_shown and not pane.display  # too small to show it unasked
+        await pilot.press("p")
+        assert await wait_until(pilot, lambda: pane.display and app.home.settled and "shapes-running" in
+                                preview_text(app), 30)
+        assert app.home.query_one("#home-main").has_class("-stacked")
+        await pilot.press("p")
+        assert await wait_until(pilot, lambda: not pane.display)
+
+
+async def test_a_new_run_without_a_checkpoint_says_when_its_first_comes(tmp_path):
+    run = make_run(tmp_path, "fresh", state="running", epochs=5, done_epochs=0, hold_lock=True, checkpoint=None)
+    try:
+        app = make_app(FakeSampler())
+        async with app.run_test(size=(120, 40)) as pilot:
+            assert await wait_until(pilot, lambda: app.home.settled and "fresh" in preview_text(app), 30)
+            assert "last.pt none yet (first at the end of epoch 1)" in preview_text(app)
+    finally:
+        run.release()
+
+
+def test_the_log_tail_reads_only_the_end_of_train_log(tmp_path):
+    from yolotui.tui.preview_data import LOG_TAIL_BYTES, log_tail
+
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"line {i}\n" for i in range(400_000)))  # ~4.5 MB
+    assert log_tail(path, count=3) == ["line 399997", "line 399998", "line 399999"]
+    assert LOG_TAIL_BYTES <= 64 * 1024
+    assert log_tail(tmp_path / "none.log") == []

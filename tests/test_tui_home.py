@@ -56,7 +56,7 @@ async def test_home_lists_every_run_with_state_epoch_map_and_checkpoint(runs):
         assert rows["shapes-running"][2] == "3/20"
         assert rows["shapes-running"][col["progress"]].startswith("█░░░░░░░  18%")  # 3 epochs + half of one, of 20
         assert rows["bad-data-failed"][1] == "failed"
-        assert rows["bad-data-failed"][col["progress"]] == "data · data.yaml: key 'train'…"  # the failure class
+        assert rows["bad-data-failed"][col["progress"]] == "data · data.yaml: key '…"  # the failure class
         assert rows["bad-data-failed"][col["checkpoint"]] == "none"  # no checkpoint written
         assert rows["ssh-interrupted"][1] == "interrupted"  # status says running, nobody holds the lock
         assert rows["torn-corrupt"][col["checkpoint"]] == "2m corrupt"

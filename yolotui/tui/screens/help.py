@@ -21,7 +21,7 @@ HELP_TEXT = """\
   ↑ ↓        move         enter   open the run's dashboard
   /          filter       esc     clear the filter
   s          sort by the next column (click a header to sort by it; again to reverse)
-  r          reload now
+  r          reload now   p       the highlighted run's preview pane, shown or hidden
   space      mark / unmark a run     v       the marked runs side by side
   d          remove the highlighted run (ended runs only; asks first)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
@@ -24,14 +23,16 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from yolotui import formatting
 from yolotui.runs import index
-from yolotui.runs.layout import LAST_PT, LIVE_STATES, WEIGHTS_DIR
+from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
 from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
-from yolotui.tui.home_data import ExtrasReader, HomeRow, device_users, pid_owners
-from yolotui.tui.sources import CheckpointFacts, diagnose, run_pids, safe_sample
+from yolotui.tui.home_data import ExtrasReader, HomeRow
+from yolotui.tui.screens.home_panes import HomePanes
+from yolotui.tui.sources import CheckpointFacts, diagnose, run_pids
 from yolotui.tui.watch import watch_changes
 from yolotui.tui.widgets.gpu_strip import GpuStrip
 from yolotui.tui.widgets.run_cells import COLUMNS, cells, sort_key
+from yolotui.tui.widgets.run_preview import RunPreview
 
 SLOW_POLL_S = 5.0  # catches what no file event announces: a supervisor dying (its lock released), ages
 MIN_GAP_S = 0.5  # at most two table rebuilds a second however fast files change
@@ -51,23 +52,16 @@ class RunsLoaded(Message):
         self.partial = partial  # shown at once; the checkpoint verdicts of this reading are still being made
 
 
-class GpuRead(Message):
-    """One sample of the GPUs (or the host) from the app's sampler (posted from the sampler thread)."""
-
-    def __init__(self, snapshot: Any) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-
-
-class HomeScreen(Screen):
+class HomeScreen(HomePanes, Screen):
     """The runs table."""
 
     AUTO_FOCUS = "#runs"
     BINDINGS = [
         Binding("enter", "open_run", "Open", show=True, priority=False),
         Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("s", "sort", "Sort"),
-        Binding("r", "reload", "Reload"),
+        Binding("s", "sort", "Sort", show=False),  # a header click sorts too; in ? help (the footer fits 80)
+        Binding("r", "reload", "Reload", show=False),  # the table is live; in ? help
+        Binding("p", "toggle_preview", "Preview"),
         Binding("d", "remove_run", "Remove", show=False),
         Binding("space", "toggle_mark", "Mark", show=False),
         Binding("v", "compare", "Compare", show=False),  # in ? help; the footer must fit 80 columns
@@ -79,6 +73,11 @@ class HomeScreen(Screen):
     HomeScreen #filter.-visible { display: block; }
     HomeScreen #home-main { height: 1fr; }
     HomeScreen #runs { height: 1fr; width: 1fr; }
+    HomeScreen #preview { width: 2fr; max-width: 72; }
+    HomeScreen #home-main.-stacked { layout: vertical; }
+    HomeScreen #home-main.-stacked #preview { width: 1fr; max-width: 100%; height: 45%; min-height: 6;
+                                              border-left: none;
+                                              border-top: hkey $foreground 20%; }
     HomeScreen #home-message { height: auto; padding: 0 1; color: $foreground-muted; }
     """
 
@@ -101,14 +100,13 @@ class HomeScreen(Screen):
         self.marked: set[str] = set()  # run folders marked with space, for `v` (compare)
         self._extras = ExtrasReader()
         self._pids_cache: dict[int, tuple[float, frozenset[int]]] = {}
-        self.gpu_snapshot: Any = None  # the latest shared GPU sample (app.sampler), for the strip
-        self._gpu_timer = None
 
     def compose(self) -> ComposeResult:
         yield GpuStrip(id="gpu-strip")
         with Vertical(id="home-body"):
             with Horizontal(id="home-main"):
                 yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+                yield RunPreview(id="preview")
             yield Static("loading runs…", id="home-message")
         yield Footer(compact=True)  # 80 columns fit every footer key
 
@@ -120,6 +118,13 @@ class HomeScreen(Screen):
         self.call_after_refresh(self.request_load)  # first paint first, then read the runs
         self.call_after_refresh(self.sample_gpus)  # and the GPUs (NVML starts in the worker, after the paint)
 
+    def on_resize(self) -> None:
+        self.place_preview()
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.request_preview()
+
     def on_screen_suspend(self) -> None:
         """A dashboard covers the table: stop watching and polling until it is back (saves CPU)."""
         self._suspended = True
@@ -128,9 +133,7 @@ class HomeScreen(Screen):
             self._slow_timer = None
         self.workers.cancel_group(self, "home-watch")
         self._watched = ()
-        if self._gpu_timer is not None:  # the dashboard samples through the same sampler meanwhile
-            self._gpu_timer.stop()
-            self._gpu_timer = None
+        self.stop_gpus()  # the dashboard samples through the same sampler meanwhile
 
     def on_screen_resume(self) -> None:
         """Back on top: read now and watch again."""
@@ -139,29 +142,11 @@ class HomeScreen(Screen):
             self.request_load()
             self.sample_gpus()
 
-    # -- GPUs -----------------------------------------------------------------------------------------------
-    @work(thread=True, exit_on_error=False, group="home-gpu")
-    def sample_gpus(self) -> None:
-        """One sample from the app's one GPU sampler (thread); posts GpuRead."""
-        self.post_message(GpuRead(safe_sample(self.app.sampler)))
-
-    def on_gpu_read(self, message: GpuRead) -> None:
-        self.gpu_snapshot = message.snapshot
-        self._show_gpus()
-        interval = self.app.gpu_interval
-        if interval and not self._suspended:
-            self._gpu_timer = self.set_timer(interval, self.sample_gpus)
-
-    def _show_gpus(self) -> None:
-        if self.gpu_snapshot is None:
-            return
-        live = [r for r in self.rows if r.summary.state in LIVE_STATES and r.summary.state != "queued"]
-        self.query_one(GpuStrip).show(self.gpu_snapshot, pid_owners(live), device_users(live))
-
     @property
     def settled(self) -> bool:
-        """True once the runs were read twice (the watcher's catch-up included) and a GPU sample is shown."""
-        return self.load_count >= 2 and self.gpu_snapshot is not None
+        """True once the runs were read twice (the watcher's catch-up included), a GPU sample is shown and the
+        preview (when shown) holds the highlighted run."""
+        return self.load_count >= 2 and self.gpu_snapshot is not None and self.preview_settled
 
     # -- loading ------------------------------------------------------------------------------------------
     def request_load(self) -> None:
@@ -254,7 +239,8 @@ class HomeScreen(Screen):
         self.loaded = True
         self.load_count += 1
         self._render_table()
-        self._show_gpus()
+        self.show_gpus()
+        self.request_preview()
         if message.error:
             note = message.error
         elif not self.rows:

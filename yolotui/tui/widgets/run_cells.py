@@ -19,8 +19,8 @@ from yolotui.tui.widgets.sparkline import bar, sparkline
 COLUMNS = ("name", "state", "epoch", "progress", "mAP50-95", "trend", "checkpoint", "backend", "started", "device")
 STATE_STYLE = {"good": "bold green", "info": "bold cyan", "warn": "bold yellow", "bad": "bold red",
                "muted": "dim"}
-QUEUE_NOTE_WIDTH = 28  # how much of a queued run's reason the progress column shows
-FAILURE_WIDTH = 30
+QUEUE_NOTE_WIDTH = 24  # how much of a queued run's reason the progress column shows
+FAILURE_WIDTH = 24
 BAR_WIDTH = 8
 TREND_WIDTH = 10
 LIVE = ("running", "restarting", "stopping")
