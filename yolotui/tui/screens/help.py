@@ -28,6 +28,7 @@ HELP_TEXT = """\
 [b]Run dashboard[/b]
   esc        back to the runs table
   f          log tail full screen, and back
+  g          the left chart: losses, metrics, learning rate, images per second
   r          reload now
 
 [b]Run actions[/b] (on the table: the highlighted run; on a dashboard: its run)

@@ -131,6 +131,14 @@ class ProgressPanel(Panel):
         bar_w = max(5, width - 52)
         text = Text(no_wrap=True, overflow="ellipsis")
         live = view.state in LIVE_STATES
+        if view.state == "queued":  # nothing to measure yet: what it waits for
+            status = view.status
+            text.append("queued: ", self.style_for("label"))
+            text.append(str(getattr(status, "message", None) or "waiting for its turn"), self.style_for("info"))
+            text.append("\nit starts by itself as soon as that is free",
+                        self.style_for("muted"))
+            self.set_text(text)
+            return
         epoch_label = formatting.epoch_in_progress(view.epoch, view.epochs, unknown="epoch --")
         text.append(f"{epoch_label:<15} ")
         frac = view.epoch_fraction()
@@ -174,6 +182,11 @@ class CheckpointPanel(Panel):
             if index:
                 text.append("\n")
             text.append(f"{facts.name:<8}", "bold")
+            if facts.verdict == "missing" and not view.finished_epochs and view.state != "failed":
+                # A new run: nothing is wrong, its first checkpoint comes with its first epoch's end.
+                text.append("no checkpoint yet (first at the end of epoch 1)" if index == 0 else "none yet",
+                            self.style_for("muted"))
+                continue
             text.append(facts.verdict, self.style_for(VERDICT_CLASS.get(facts.verdict, "muted")))
             if facts.verdict == "missing":
                 continue
