@@ -274,3 +274,18 @@ def test_the_log_tail_reads_only_the_end_of_train_log(tmp_path):
     assert log_tail(path, count=3) == ["line 399997", "line 399998", "line 399999"]
     assert LOG_TAIL_BYTES <= 64 * 1024
     assert log_tail(tmp_path / "none.log") == []
+
+
+def test_the_first_frame_waits_for_no_telemetry_dashboard_or_doctor_code(cli_env):
+    """Home's widgets import only the light panel base: NVML, the dashboard's panels and doctor load after the
+    first paint (in workers) or when a dashboard opens."""
+    import subprocess
+    import sys
+
+    code = ("import sys, yolotui.tui.app\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('yolotui.telemetry.gpu', 'yolotui.tui.widgets.panels',"
+            " 'yolotui.jobs', 'yolotui.health', 'yolotui.backends', 'pynvml', 'psutil'))))\n")
+    done = subprocess.run([sys.executable, "-c", code], env=cli_env, capture_output=True, text=True, timeout=60,
+                          cwd=cli_env["PYTHONPATH"].split(":")[0])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -14,7 +14,7 @@ from typing import Any
 
 from rich.text import Text
 
-from yolotui.tui.widgets.panels import _PANEL_CSS_CLASSES, TEMP_HOT_C, TEMP_WARN_C, Panel
+from yolotui.tui.widgets.panel_base import _PANEL_CSS_CLASSES, TEMP_HOT_C, TEMP_WARN_C, Panel
 from yolotui.tui.widgets.sparkline import bar
 
 WIDE, MEDIUM, NARROW = 2, 1, 0  # how much of a GPU a cell has room for

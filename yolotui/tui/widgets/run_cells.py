@@ -13,7 +13,7 @@ from yolotui.formatting import age as format_age
 from yolotui.formatting import duration as format_duration
 from yolotui.formatting import short_when as format_time
 from yolotui.tui.home_data import HomeRow
-from yolotui.tui.widgets.panels import STATE_CLASS, VERDICT_CLASS
+from yolotui.tui.widgets.panel_base import STATE_CLASS, VERDICT_CLASS
 from yolotui.tui.widgets.sparkline import bar, sparkline
 
 COLUMNS = ("name", "state", "epoch", "progress", "mAP50-95", "trend", "checkpoint", "backend", "started", "device")

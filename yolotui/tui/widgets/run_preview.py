@@ -11,7 +11,7 @@ from rich.text import Text
 from yolotui.formatting import age as format_age
 from yolotui.tui.home_data import HomeRow
 from yolotui.tui.preview_data import Preview, state_words
-from yolotui.tui.widgets.panels import _PANEL_CSS_CLASSES, STATE_CLASS, VERDICT_CLASS, Panel
+from yolotui.tui.widgets.panel_base import _PANEL_CSS_CLASSES, STATE_CLASS, VERDICT_CLASS, Panel
 from yolotui.tui.widgets.sparkline import sparkline
 
 
