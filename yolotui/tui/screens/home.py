@@ -27,7 +27,7 @@ from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
 from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
 from yolotui.tui.home_data import ExtrasReader, HomeRow
-from yolotui.tui.screens.home_panes import HomePanes
+from yolotui.tui.screens.home_panes import BESIDE_MIN_WIDTH, HomePanes, preview_fits
 from yolotui.tui.sources import CheckpointFacts, diagnose, run_pids
 from yolotui.tui.watch import watch_changes
 from yolotui.tui.widgets.gpu_strip import GpuStrip
@@ -104,9 +104,12 @@ class HomeScreen(HomePanes, Screen):
     def compose(self) -> ComposeResult:
         yield GpuStrip(id="gpu-strip")
         with Vertical(id="home-body"):
-            with Horizontal(id="home-main"):
+            size = self.app.size  # the first frame already has the pane where it belongs: no restyle after it
+            with Horizontal(id="home-main", classes="-stacked" if size.width < BESIDE_MIN_WIDTH else ""):
                 yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-                yield RunPreview(id="preview")
+                pane = RunPreview(id="preview")
+                pane.display = preview_fits(size)
+                yield pane
             yield Static("loading runs…", id="home-message")
         yield Footer(compact=True)  # 80 columns fit every footer key
 
@@ -115,8 +118,7 @@ class HomeScreen(HomePanes, Screen):
         table = self.query_one("#runs", DataTable)
         for key in COLUMNS:
             table.add_column(key, key=key)
-        self.call_after_refresh(self.request_load)  # first paint first, then read the runs
-        self.call_after_refresh(self.sample_gpus)  # and the GPUs (NVML starts in the worker, after the paint)
+        self.call_after_refresh(self.request_load)  # first paint first, then read the runs, then the GPUs
 
     def on_resize(self) -> None:
         self.place_preview()
@@ -238,6 +240,8 @@ class HomeScreen(HomePanes, Screen):
         self.rows = message.rows
         self.loaded = True
         self.load_count += 1
+        if self.load_count == 1:
+            self.sample_gpus()  # NVML starts in this worker, once the table is filled: the runs come first
         self._render_table()
         self.show_gpus()
         self.request_preview()

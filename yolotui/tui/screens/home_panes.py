@@ -16,7 +16,6 @@ from textual.message import Message
 
 from yolotui.runs.layout import LIVE_STATES
 from yolotui.tui.home_data import HomeRow, device_users, pid_owners
-from yolotui.tui.preview_data import Preview, PreviewReader
 from yolotui.tui.sources import safe_sample
 from yolotui.tui.widgets.gpu_strip import GpuStrip
 from yolotui.tui.widgets.run_preview import RunPreview
@@ -24,6 +23,11 @@ from yolotui.tui.widgets.run_preview import RunPreview
 PREVIEW_PAUSE_S = 0.15  # the highlight must rest this long before the preview reads the run
 BESIDE_MIN_WIDTH = 160  # from this width the preview sits beside the table, else below it
 SHOWN_MIN_SIZE = (120, 30)  # the preview is shown from the start on a screen at least this large
+
+
+def preview_fits(size) -> bool:
+    """Whether a screen of `size` shows the preview unasked."""
+    return size[0] >= SHOWN_MIN_SIZE[0] and size[1] >= SHOWN_MIN_SIZE[1]
 
 
 class GpuRead(Message):
@@ -37,7 +41,7 @@ class GpuRead(Message):
 class PreviewRead(Message):
     """The preview of one run (posted from the preview thread)."""
 
-    def __init__(self, preview: Preview) -> None:
+    def __init__(self, preview: Any) -> None:
         super().__init__()
         self.preview = preview
 
@@ -46,12 +50,12 @@ class HomePanes:
     """Mixed into HomeScreen: the GPU strip's sampling and the preview pane."""
 
     gpu_snapshot: Any = None
-    preview: Preview | None = None
+    preview: Any = None  # the highlighted run's Preview (yolotui.tui.preview_data), once read
     preview_wanted: bool | None = None  # the user's choice with `p`; None: by the screen's size
     _gpu_timer: Any = None
     _preview_timer: Any = None
     _previewed: tuple | None = None
-    _preview_reader: PreviewReader | None = None
+    _preview_reader: Any = None
 
     # -- GPUs -----------------------------------------------------------------------------------------------
     @work(thread=True, exit_on_error=False, group="home-gpu")
@@ -83,17 +87,18 @@ class HomePanes:
     @property
     def preview_shown(self) -> bool:
         """Whether the preview pane is on screen now."""
-        if self.preview_wanted is not None:
-            return self.preview_wanted
-        width, height = self.size
-        return width >= SHOWN_MIN_SIZE[0] and height >= SHOWN_MIN_SIZE[1]
+        return self.preview_wanted if self.preview_wanted is not None else preview_fits(self.size)
 
     def place_preview(self) -> None:
-        """Show or hide the pane, beside the table on a wide screen, below it on a narrow one."""
+        """Show or hide the pane, beside the table on a wide screen, below it on a narrow one (styles are
+        touched only when they change: each change restyles the screen)."""
         main = self.query_one("#home-main")
-        main.set_class(self.size.width < BESIDE_MIN_WIDTH, "-stacked")
+        stacked = self.size.width < BESIDE_MIN_WIDTH
+        if main.has_class("-stacked") != stacked:
+            main.set_class(stacked, "-stacked")
         pane = self.query_one(RunPreview)
-        pane.display = self.preview_shown
+        if pane.display != self.preview_shown:
+            pane.display = self.preview_shown
         if pane.display:
             self.request_preview()
 
@@ -126,6 +131,8 @@ class HomePanes:
     @work(thread=True, exclusive=True, exit_on_error=False, group="home-preview")
     def read_preview(self, row: HomeRow) -> None:
         """Read `row`'s preview (thread); posts PreviewRead."""
+        from yolotui.tui.preview_data import Preview, PreviewReader
+
         if self._preview_reader is None:
             self._preview_reader = PreviewReader()
         try:

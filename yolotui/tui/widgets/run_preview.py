@@ -6,11 +6,12 @@ its verdict, doctor's advice with the key that acts on it for a run that ended, 
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 
 from yolotui.formatting import age as format_age
 from yolotui.tui.home_data import HomeRow
-from yolotui.tui.preview_data import Preview, state_words
 from yolotui.tui.widgets.panel_base import _PANEL_CSS_CLASSES, STATE_CLASS, VERDICT_CLASS, Panel
 from yolotui.tui.widgets.sparkline import sparkline
 
@@ -24,10 +25,10 @@ class RunPreview(Panel):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self.row: HomeRow | None = None
-        self.preview: Preview | None = None
+        self.preview: Any = None  # a yolotui.tui.preview_data.Preview
         self.now = 0.0
 
-    def show(self, row: HomeRow | None, preview: Preview | None, now: float) -> None:
+    def show(self, row: HomeRow | None, preview: Any, now: float) -> None:
         """Paint `row` with `preview` (None: still being read; a preview of another run is ignored)."""
         self.row, self.now = row, now
         self.preview = preview if preview is not None and row is not None and preview.path == row.summary.path \
@@ -45,6 +46,8 @@ class RunPreview(Panel):
 
     def render_text(self, width: int, height: int) -> Text:
         """The pane's text for `width` x `height` cells."""
+        from yolotui.tui.preview_data import state_words
+
         text = Text(no_wrap=True, overflow="ellipsis")
         row = self.row
         if row is None:
