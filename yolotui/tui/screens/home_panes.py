@@ -53,17 +53,26 @@ class HomePanes:
     preview: Any = None  # the highlighted run's Preview (yolotui.tui.preview_data), once read
     preview_wanted: bool | None = None  # the user's choice with `p`; None: by the screen's size
     _gpu_timer: Any = None
+    _gpu_in_flight = False
     _preview_timer: Any = None
     _previewed: tuple | None = None
     _preview_reader: Any = None
 
     # -- GPUs -----------------------------------------------------------------------------------------------
-    @work(thread=True, exit_on_error=False, group="home-gpu")
     def sample_gpus(self) -> None:
+        """Take a sample now, unless one is on its way (one chain of samples, however often home comes back)."""
+        if self._gpu_in_flight:
+            return
+        self._gpu_in_flight = True
+        self._sample_gpus()
+
+    @work(thread=True, exit_on_error=False, group="home-gpu")
+    def _sample_gpus(self) -> None:
         """One sample from the app's one GPU sampler (thread); posts GpuRead."""
         self.post_message(GpuRead(safe_sample(self.app.sampler)))
 
     def on_gpu_read(self, message: GpuRead) -> None:
+        self._gpu_in_flight = False
         self.gpu_snapshot = message.snapshot
         self.show_gpus()
         interval = self.app.gpu_interval
