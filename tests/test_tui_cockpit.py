@@ -289,3 +289,25 @@ def test_the_first_frame_waits_for_no_telemetry_dashboard_or_doctor_code(cli_env
                           cwd=cli_env["PYTHONPATH"].split(":")[0])
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+async def test_in_a_120x30_terminal_home_shows_every_gpu_and_every_runs_progress_eta_or_failure(tmp_path):
+    from cockpit_fixtures import PLAN, cockpit_runs, eight_gpu_sampler
+
+    runs = cockpit_runs(tmp_path / "runs", 12)
+    try:
+        app = make_app(eight_gpu_sampler())
+        async with app.run_test(size=(120, 30)) as pilot:
+            assert await wait_until(pilot, lambda: app.home.settled, 30)
+            await pilot.pause()
+            strip = "\n".join(strip_text(app))
+            assert all(f"GPU{i} " in strip for i in range(8))
+            table = app.home.query_one("#runs")
+            assert table.region.height - 1 >= len(PLAN) + 1  # every row (and the header) in view, no scrolling
+            progress = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[3]) for i in range(table.row_count)}
+            assert progress["coco-yolov9c"].endswith("eta 10:08:40")
+            assert progress["coco-oom"].startswith("oom · ")
+            assert progress["next-up"].startswith("GPU 0: held by")
+    finally:
+        for run in runs:
+            run.release()

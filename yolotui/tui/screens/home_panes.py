@@ -22,12 +22,15 @@ from yolotui.tui.widgets.run_preview import RunPreview
 
 PREVIEW_PAUSE_S = 0.15  # the highlight must rest this long before the preview reads the run
 BESIDE_MIN_WIDTH = 160  # from this width the preview sits beside the table, else below it
-SHOWN_MIN_SIZE = (120, 30)  # the preview is shown from the start on a screen at least this large
+SHOWN_MIN_HEIGHT = 24  # beside the table, the preview is shown from the start from this height
+STACKED_MIN_HEIGHT = 36  # below the table, from this height
 
 
 def preview_fits(size) -> bool:
-    """Whether a screen of `size` shows the preview unasked."""
-    return size[0] >= SHOWN_MIN_SIZE[0] and size[1] >= SHOWN_MIN_SIZE[1]
+    """Whether a screen of `size` shows the preview unasked: beside the table from BESIDE_MIN_WIDTH columns,
+    below it from STACKED_MIN_HEIGHT lines (a 120x30 terminal keeps its rows for the table)."""
+    width, height = size[0], size[1]
+    return height >= SHOWN_MIN_HEIGHT and (width >= BESIDE_MIN_WIDTH or height >= STACKED_MIN_HEIGHT)
 
 
 class GpuRead(Message):
