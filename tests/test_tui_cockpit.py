@@ -311,3 +311,15 @@ async def test_in_a_120x30_terminal_home_shows_every_gpu_and_every_runs_progress
     finally:
         for run in runs:
             run.release()
+
+
+async def test_a_lost_gpu_and_nonsense_readings_show_as_such_never_a_traceback(runs):
+    sampler = GpuSampler(nvml=FakeNVML([scenario("healthy", 0), scenario("lost", 1), scenario("garbage", 2)]))
+    app = make_app(sampler)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert await wait_until(pilot, lambda: app.home.settled, 30)
+        await pilot.pause()
+        lines = strip_text(app)
+        assert len(lines) == 3 and lines[0].startswith("GPU0 H200")
+        assert lines[1].startswith("GPU1") and "°C" not in lines[1]  # its error in words instead of readings
+        assert lines[2].startswith("GPU2") and "--°C" in lines[2] and "-500" not in lines[2]
