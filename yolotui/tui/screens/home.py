@@ -168,18 +168,22 @@ class HomeScreen(HomePanes, Screen):
 
         The runs are shown as soon as they are read: when a checkpoint is new or has changed, its verdict
         (which reads, and hashes, the whole file: seconds for a large one) is made after a first, partial
-        RunsLoaded, so a run that was just launched appears at once whatever the other runs' checkpoints."""
+        RunsLoaded, so a run that was just launched appears at once whatever the other runs' checkpoints. The
+        very first reading also shows the summaries before each run's extras (backend, trend, ETA) are read."""
         try:
             summaries = summarize_all()
             problem = index.last_problem()  # a damaged index is named, never shown as "no runs yet"
             rows, pending = [], []
+            first = self.load_count == 0  # the first reading shows the summaries before the extras are read
             for summary in summaries:
                 facts, fresh = self._known_checkpoint(summary)
                 if not fresh:
                     pending.append(len(rows))
-                rows.append(self._row(summary, facts))
-            if pending:
+                rows.append(HomeRow(summary, facts) if first else self._row(summary, facts))
+            if pending or first:
                 self.post_message(RunsLoaded(list(rows), problem, partial=True))
+                if first:
+                    rows = [self._row(row.summary, row.checkpoint) for row in rows]
                 for i in pending:
                     rows[i] = dataclasses.replace(rows[i], checkpoint=self._checkpoint(rows[i].summary))
         except Exception as exc:  # a library bug shows as a line, not a traceback
