@@ -157,7 +157,7 @@ async def test_a_first_run_appears_at_once_when_the_state_folder_did_not_exist(t
 
 
 async def test_a_new_run_is_not_held_back_by_another_runs_checkpoint_check(runs, tmp_path, monkeypatch):
-    import yolotui.tui.screens.home as home_module
+    import yolotui.tui.home_source as home_module
 
     real = home_module.diagnose
     slow = {"on": False}

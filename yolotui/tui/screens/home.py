@@ -8,8 +8,6 @@ strip samples through the app's one sampler while home is in front (the dashboar
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from pathlib import Path
 
 from rich.text import Text
@@ -23,12 +21,10 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from yolotui import formatting
 from yolotui.runs import index
-from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
-from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
-from yolotui.tui.home_data import ExtrasReader, HomeRow
+from yolotui.tui.home_data import HomeRow
+from yolotui.tui.home_source import LocalRuns
 from yolotui.tui.screens.home_panes import BESIDE_MIN_WIDTH, HomePanes, preview_fits
-from yolotui.tui.sources import CheckpointFacts, diagnose, run_pids
 from yolotui.tui.watch import watch_changes
 from yolotui.tui.widgets.gpu_strip import GpuStrip
 from yolotui.tui.widgets.run_cells import COLUMNS, cells, sort_key
@@ -37,7 +33,6 @@ from yolotui.tui.widgets.run_preview import RunPreview
 SLOW_POLL_S = 5.0  # catches what no file event announces: a supervisor dying (its lock released), ages
 MIN_GAP_S = 0.5  # at most two table rebuilds a second however fast files change
 
-PIDS_TTL_S = 10.0  # a live run's process tree is rescanned at most this often (a scan walks /proc)
 
 __all__ = ["COLUMNS", "HomeRow", "HomeScreen", "RunsLoaded"]
 
@@ -96,10 +91,8 @@ class HomeScreen(HomePanes, Screen):
         self._suspended = False
         self._note = ""
         self._slow_timer = None
-        self._ckpt_cache: dict[str, tuple[tuple[float, int], CheckpointFacts]] = {}
         self.marked: set[str] = set()  # run folders marked with space, for `v` (compare)
-        self._extras = ExtrasReader()
-        self._pids_cache: dict[int, tuple[float, frozenset[int]]] = {}
+        self.source = LocalRuns()  # where the rows come from (yolotui/tui/home_source.py)
 
     def compose(self) -> ComposeResult:
         yield GpuStrip(id="gpu-strip")
@@ -164,76 +157,16 @@ class HomeScreen(HomePanes, Screen):
 
     @work(thread=True, exit_on_error=False, group="home-load")
     def load_runs(self) -> None:
-        """Read every indexed run (thread); posts RunsLoaded.
-
-        The runs are shown as soon as they are read: when a checkpoint is new or has changed, its verdict
-        (which reads, and hashes, the whole file: seconds for a large one) is made after a first, partial
-        RunsLoaded, so a run that was just launched appears at once whatever the other runs' checkpoints. The
-        very first reading also shows the summaries before each run's extras (backend, trend, ETA) are read."""
+        """Read every run through the screen's source (thread); posts RunsLoaded, a first partial one while
+        checkpoint verdicts (or, the first time, the runs' extras) are still being read (home_source.py)."""
         try:
-            summaries = summarize_all()
-            problem = index.last_problem()  # a damaged index is named, never shown as "no runs yet"
-            rows, pending = [], []
-            first = self.load_count == 0  # the first reading shows the summaries before the extras are read
-            for summary in summaries:
-                facts, fresh = self._known_checkpoint(summary)
-                if not fresh:
-                    pending.append(len(rows))
-                rows.append(HomeRow(summary, facts) if first else self._row(summary, facts))
-            if pending or first:
-                self.post_message(RunsLoaded(list(rows), problem, partial=True))
-                if first:
-                    rows = [self._row(row.summary, row.checkpoint) for row in rows]
-                for i in pending:
-                    rows[i] = dataclasses.replace(rows[i], checkpoint=self._checkpoint(rows[i].summary))
+            rows, problem = self.source.read(
+                lambda partial, note: self.post_message(RunsLoaded(partial, note, partial=True)),
+                first=self.load_count == 0)
         except Exception as exc:  # a library bug shows as a line, not a traceback
             self.post_message(RunsLoaded([], f"could not read the runs: {exc}"))
             return
         self.post_message(RunsLoaded(rows, problem))
-
-    def _row(self, summary: RunSummary, facts: CheckpointFacts | None) -> HomeRow:
-        """The run's table row: its summary, checkpoint, and what home_data reads beyond them (thread)."""
-        extras = self._extras.extras(summary)
-        return HomeRow(summary, facts, backend=extras.backend, map_trend=extras.map_trend,
-                       fraction=extras.fraction, eta_s=extras.eta_s, pids=self._pids(extras.trainer_pid))
-
-    def _pids(self, trainer_pid: int | None) -> frozenset[int]:
-        """A live trainer's process tree, rescanned at most every PIDS_TTL_S."""
-        if not trainer_pid:
-            return frozenset()
-        cached = self._pids_cache.get(trainer_pid)
-        if cached is None or time.monotonic() - cached[0] > PIDS_TTL_S:
-            cached = (time.monotonic(), frozenset(run_pids(trainer_pid)))
-            self._pids_cache[trainer_pid] = cached
-        return cached[1]
-
-    def _known_checkpoint(self, summary: RunSummary) -> tuple[CheckpointFacts | None, bool]:
-        """(what to show for the run's last.pt now, whether that is its verdict for the file as it is)."""
-        path = Path(summary.path) / WEIGHTS_DIR / LAST_PT
-        try:
-            stat = path.stat()
-        except OSError:
-            return None, True
-        cached = self._ckpt_cache.get(str(path))
-        if cached and cached[0] == (stat.st_mtime, stat.st_size):
-            return cached[1], True
-        if cached:
-            return cached[1], False  # the previous verdict until the new one is made
-        return CheckpointFacts(path.name, str(path), "checking", size=stat.st_size, mtime=stat.st_mtime), False
-
-    def _checkpoint(self, summary: RunSummary) -> CheckpointFacts | None:
-        path = Path(summary.path) / WEIGHTS_DIR / LAST_PT
-        try:
-            stat = path.stat()
-        except OSError:
-            return None
-        key = (stat.st_mtime, stat.st_size)
-        cached = self._ckpt_cache.get(str(path))
-        if cached and cached[0] == key:
-            return cached[1]
-        facts = diagnose(path, summary.epochs)
-        self._ckpt_cache[str(path)] = (key, facts)
-        return facts
 
     def on_runs_loaded(self, message: RunsLoaded) -> None:
         if message.partial:  # the runs now; the same reading follows with its checkpoint verdicts
