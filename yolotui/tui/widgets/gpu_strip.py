@@ -96,7 +96,7 @@ def _temp_kind(gpu: Any) -> str:
     return "bad" if getattr(gpu, "hot", False) or temp >= TEMP_HOT_C else "warn" if temp >= TEMP_WARN_C else "good"
 
 
-def _throttle_words(gpu: Any, detail: int) -> list[str]:
+def _throttle_words(gpu: Any) -> list[str]:
     """What slows the GPU down, in words ('thermal', 'power cap'); [] when it runs free or it is not known."""
     if not getattr(gpu, "throttled", None):
         return []
@@ -159,7 +159,7 @@ def gpu_cell(panel: Panel, gpu: Any, owners: Mapping[int, str], devices: Mapping
         text.append(gap)
         text.append(f"{power:.0f}" + (f"/{cap:.0f}" if cap and detail else "") + "W",
                     panel.style_for("warn" if cap and power >= 0.97 * cap else "label"))
-    words = _throttle_words(gpu, detail)
+    words = _throttle_words(gpu)
     if words:
         text.append(("  throttled: " if detail == WIDE else " ⚠") + ", ".join(words), panel.style_for("warn"))
     users = gpu_users(gpu, owners, devices)
@@ -195,7 +195,7 @@ def summary_line(panel: Panel, gpus: Sequence[Any], owners: Mapping[int, str],
     if total:
         text.append("  mem ", panel.style_for("label"))
         text.append(f"{used / 1024:.0f}/{total / 1024:.0f}G")
-    throttled = [f"{g.index} {', '.join(_throttle_words(g, NARROW))}" for g in live if _throttle_words(g, NARROW)]
+    throttled = [f"{g.index} {', '.join(_throttle_words(g))}" for g in live if _throttle_words(g)]
     if throttled:
         text.append("  throttled: GPU" + "; GPU".join(throttled), panel.style_for("warn"))
     lost = [str(g.index) for g in gpus if getattr(g, "error", None)]
