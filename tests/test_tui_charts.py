@@ -99,7 +99,7 @@ async def test_a_queued_run_says_what_it_waits_for(tmp_path):
     run = make_run(tmp_path, "waiting", state="queued", epochs=5, done_epochs=0, checkpoint=None, hold_lock=True)
     try:
         status = read_status(run.path)
-        status.message = "waiting for GPU 0: held by exp7"
+        status.message = "queued: waiting for GPU 0: held by exp7"  # as the launcher words it
         atomic_write_json(status_path(run.path), status.to_dict())
         app = await dashboard_app(run.path)
         async with app.run_test(size=(120, 40)) as pilot:

@@ -48,7 +48,7 @@ def state_words(row: HomeRow) -> str:
     summary = row.summary
     state = summary.state
     if state == "queued":
-        return f"queued: {summary.message or 'waiting for its turn'}"
+        return f"queued: {(summary.message or 'waiting for its turn').removeprefix('queued: ')}"
     if state == "failed":
         what = summary.failure_class or "an error"
         return f"failed ({what}) after {formatting.epochs_done(summary.epoch, summary.epochs)}" + (

@@ -80,7 +80,8 @@ class ProgressPanel(Panel):
         if view.state == "queued":  # nothing to measure yet: what it waits for
             status = view.status
             text.append("queued: ", self.style_for("label"))
-            text.append(str(getattr(status, "message", None) or "waiting for its turn"), self.style_for("info"))
+            waits = str(getattr(status, "message", None) or "waiting for its turn").removeprefix("queued: ")
+            text.append(waits, self.style_for("info"))
             text.append("\nit starts by itself as soon as that is free",
                         self.style_for("muted"))
             self.set_text(text)
