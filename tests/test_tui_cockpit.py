@@ -323,3 +323,13 @@ async def test_a_lost_gpu_and_nonsense_readings_show_as_such_never_a_traceback(r
         assert len(lines) == 3 and lines[0].startswith("GPU0 H200")
         assert lines[1].startswith("GPU1") and "°C" not in lines[1]  # its error in words instead of readings
         assert lines[2].startswith("GPU2") and "--°C" in lines[2] and "-500" not in lines[2]
+
+
+def test_state_in_words_for_a_queued_run_says_what_it_waits_for_once():
+    from yolotui.tui.home_data import HomeRow
+    from yolotui.tui.preview_data import state_words
+
+    queued = HomeRow(summary_of(state="queued", message="queued: waiting for GPU 0: held by exp7"), None)
+    assert state_words(queued) == "queued: waiting for GPU 0: held by exp7"
+    running = HomeRow(summary_of(epoch=4, epochs=10), None, fraction=0.45, eta_s=3300.0)
+    assert state_words(running).startswith("running: epoch 5 of 10, 45% done, about ")
