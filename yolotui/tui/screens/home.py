@@ -177,7 +177,7 @@ class HomeScreen(HomePanes, Screen):
         self.rows = message.rows
         self.loaded = True
         self.load_count += 1
-        if self.load_count == 1:
+        if self.load_count == 1 and not self._suspended:
             self.sample_gpus()  # NVML starts in this worker, once the table is filled: the runs come first
         self._render_table()
         self.show_gpus()
