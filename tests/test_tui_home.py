@@ -13,7 +13,7 @@ from yolotui.runs.atomic import atomic_write_json
 from yolotui.runs.status import read_status, status_path
 from yolotui.tui.app import YolotuiApp
 from yolotui.tui.screens.dashboard import DashboardScreen
-from yolotui.tui.screens.home import HomeScreen
+from yolotui.tui.screens.home import COLUMNS, HomeScreen
 
 pytestmark = pytest.mark.anyio
 
@@ -50,15 +50,20 @@ async def test_home_lists_every_run_with_state_epoch_map_and_checkpoint(runs):
         assert await wait_until(pilot, lambda: app.home.loaded)
         rows = table_rows(app)
         assert set(rows) == {"coco-finished", "shapes-running", "bad-data-failed", "ssh-interrupted", "torn-corrupt"}
-        assert rows["coco-finished"][1:4] == ["finished", "10/10", "0.4550"]
+        col = {name: COLUMNS.index(name) for name in COLUMNS}
+        assert [rows["coco-finished"][col[k]] for k in ("state", "epoch", "mAP50-95")] == ["finished", "10/10", "0.4550"]
         assert rows["shapes-running"][1] == "running #2"  # its lock is held: live
         assert rows["shapes-running"][2] == "3/20"
+        assert rows["shapes-running"][col["progress"]].startswith("█░░░░░░░  18%")  # 3 epochs + half of one, of 20
         assert rows["bad-data-failed"][1] == "failed"
-        assert rows["bad-data-failed"][4] == "none"  # no checkpoint written
+        assert rows["bad-data-failed"][col["progress"]] == "data · data.yaml: key '…"  # the failure class
+        assert rows["bad-data-failed"][col["checkpoint"]] == "none"  # no checkpoint written
         assert rows["ssh-interrupted"][1] == "interrupted"  # status says running, nobody holds the lock
-        assert rows["torn-corrupt"][4] == "2m corrupt"
-        assert rows["coco-finished"][4] == "2m finished"
-        assert rows["ssh-interrupted"][4] == "2m resumable"
+        assert rows["torn-corrupt"][col["checkpoint"]] == "2m corrupt"
+        assert rows["coco-finished"][col["checkpoint"]] == "2m finished"
+        assert rows["ssh-interrupted"][col["checkpoint"]] == "2m resumable"
+        assert rows["coco-finished"][col["trend"]] == "▁▁▂▃▄▄▅▆▇█"  # mAP50-95 of its 10 epochs, rising
+        assert rows["coco-finished"][col["backend"]] == "command"  # status.json's backend: exec, by its label
         assert "5 runs, 1 running" in str(app.home.query_one("#home-message").render())
 
 
@@ -152,7 +157,7 @@ async def test_a_first_run_appears_at_once_when_the_state_folder_did_not_exist(t
 
 
 async def test_a_new_run_is_not_held_back_by_another_runs_checkpoint_check(runs, tmp_path, monkeypatch):
-    import yolotui.tui.screens.home as home_module
+    import yolotui.tui.home_source as home_module
 
     real = home_module.diagnose
     slow = {"on": False}
@@ -175,7 +180,7 @@ async def test_a_new_run_is_not_held_back_by_another_runs_checkpoint_check(runs,
         try:
             assert await wait_until(pilot, lambda: "late-arrival" in table_rows(app), timeout=3.0), \
                 "a new run is shown before the other run's checkpoint verdict is made"
-            assert await wait_until(pilot, lambda: table_rows(app)["shapes-running"][4].split()[-1] != "checking",
+            assert await wait_until(pilot, lambda: table_rows(app)["shapes-running"][COLUMNS.index("checkpoint")].split()[-1] != "checking",
                                     timeout=15)
         finally:
             made.release()

@@ -45,7 +45,7 @@ async def wait_loaded(pilot) -> None:
         screen = app.screen
         if isinstance(screen, DashboardScreen):
             return screen.settled
-        return app.home is not None and app.home.load_count >= 2  # after the watcher's catch-up reading
+        return app.home is not None and app.home.settled  # read twice (the watcher's catch-up) and GPUs shown
 
     deadline = time.monotonic() + 60
     while not loaded():

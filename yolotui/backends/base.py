@@ -97,6 +97,7 @@ class Backend(ABC):
 
     name: str = ""                      # run.yaml's `backend` value
     title: str = ""                     # how a message names its trainer ("the official trainer")
+    label: str = ""                     # its short display name in tables ("engine", "command")
     capabilities: Capabilities = Capabilities()
 
     @abstractmethod

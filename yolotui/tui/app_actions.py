@@ -70,7 +70,8 @@ class RunActionsMixin:
 
     def on_data_table_row_highlighted(self, event) -> None:
         """A new highlighted run: the footer's run keys follow it (they hide while no run is highlighted)."""
-        self.refresh_bindings()
+        if self.screen_stack:  # a highlight that arrives while the app closes has no footer left to refresh
+            self.refresh_bindings()
 
     def on_runs_loaded(self, message) -> None:
         """The runs table was (re)filled (HomeScreen's message, bubbled up): the run keys may apply now."""

@@ -45,6 +45,8 @@ class EpochPoint:
     recall: float | None = None
     map50: float | None = None
     map: float | None = None
+    lr: float | None = None  # the learning rate at the epoch's end (the first parameter group's)
+    imgs_per_s: float | None = None  # the epoch's training speed (the median of its batch events' rates)
 
 
 @dataclass
@@ -146,6 +148,7 @@ class RunReader:
         self._wall_mark: float | None = None  # ts of the previous epoch event (or start) of this attempt
         self._rates: list[float] = []  # imgs_per_s of the epoch in progress's batch events
         self._rates_epoch: int | None = None
+        self._last_lr: float | None = None  # the newest batch event's learning rate
         self.view = RunView(str(self.run_dir), name or self.run_dir.name, "unknown")
 
     def refresh(self) -> RunView:
@@ -170,6 +173,10 @@ class RunReader:
         self._read_events(view)
         self._read_results(view)
         merged = {**self._event_points, **self._result_points}
+        for epoch, point in self._result_points.items():  # results.csv has no speed: the epoch event's
+            seen = self._event_points.get(epoch)
+            if seen is not None and point.imgs_per_s is None:
+                point.imgs_per_s = seen.imgs_per_s
         view.points = [merged[k] for k in sorted(merged)]
         view.finished_epochs = max(view.finished_epochs, len(view.points))
         if self._epoch_seconds:
@@ -220,6 +227,8 @@ class RunReader:
                 recent = sorted(self._rates[-RATE_READINGS:])
                 view.imgs_per_s = recent[len(recent) // 2]
             self._update_rate(view, float(event.get("ts") or 0.0), epoch, batch)
+            lr = event.get("lr")
+            self._last_lr = _num(lr[0] if isinstance(lr, list) and lr else lr)
         elif kind == "epoch":
             epoch = int(event["epoch"])
             losses = event.get("losses") or {}
@@ -229,6 +238,8 @@ class RunReader:
                 _num(losses.get("box")), _num(losses.get("cls")), _num(losses.get("dfl")),
                 _num(metrics.get("P")), _num(metrics.get("R")),
                 _num(metrics.get("mAP50")), _num(metrics.get("mAP50-95")),
+                lr=self._last_lr,
+                imgs_per_s=view.imgs_per_s if self._rates_epoch == epoch else None,
             )
             view.finished_epochs = max(view.finished_epochs, epoch + 1)
             view.loop = event["loop"] if isinstance(event.get("loop"), dict) else view.loop
@@ -282,7 +293,7 @@ class RunReader:
                 epoch,
                 row.get("train/box_loss"), row.get("train/cls_loss"), row.get("train/dfl_loss"),
                 row.get("metrics/precision"), row.get("metrics/recall"),
-                row.get("metrics/mAP_0.5"), row.get("metrics/mAP_0.5:0.95"),
+                row.get("metrics/mAP_0.5"), row.get("metrics/mAP_0.5:0.95"), lr=row.get("x/lr0"),
             )
         self._result_points = points
 

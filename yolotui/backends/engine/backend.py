@@ -43,6 +43,7 @@ class EngineBackend(Backend):
     """yolotui's own PyTorch YOLOv9 trainer."""
 
     name = "yolotui"
+    label = "engine"
     capabilities = Capabilities(save_now=True, mid_epoch_stop=True, resume=True, extend=True, lr_scale=True,
                                 distributed=True)
 

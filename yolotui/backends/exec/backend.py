@@ -30,6 +30,7 @@ class ExecBackend(Backend):
     """A generic supervised command."""
 
     name = "exec"
+    label = "command"
     capabilities = Capabilities()
 
     def new_run_command(self, request: CommandRequest) -> LaunchSpec:

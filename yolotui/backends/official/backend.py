@@ -240,6 +240,7 @@ class OfficialBackend(Backend):
 
     name = NAME
     title = "the official trainer"
+    label = "official"
     capabilities = Capabilities(save_now=False, mid_epoch_stop=False, resume=True, extend=True, lr_scale=False,
                                 distributed=False)
 

@@ -57,6 +57,7 @@ class UltralyticsBackend(Backend):
     """ultralytics' trainer, through the shim."""
 
     name = NAME
+    label = "ultralytics"
     capabilities = Capabilities(save_now=True, mid_epoch_stop=False, resume=True, extend=True, lr_scale=False,
                                 distributed=False)
 

@@ -58,6 +58,31 @@ class GpuSampled(Message):
         self.snapshot = snapshot
 
 
+CHART_MODES = ("loss", "metrics", "lr", "speed")
+CHART_TITLES = {"loss": "train loss", "metrics": "val metrics", "lr": "learning rate", "speed": "images/s"}
+CHART_EMPTY = {"loss": "no finished epoch yet", "metrics": "no validation yet", "lr": "no learning rate yet",
+               "speed": "no speed yet"}
+
+
+def chart_series(mode: str, points: list) -> list[Series]:
+    """The series a chart shows in `mode` (CHART_MODES) over the finished epochs `points`."""
+    if mode == "loss":
+        return [Series("box", tuple(p.box for p in points)), Series("cls", tuple(p.cls for p in points)),
+                Series("dfl", tuple(p.dfl for p in points), marked=True)]
+    if mode == "lr":
+        return [Series("lr", tuple(p.lr for p in points), marked=True)]
+    if mode == "speed":
+        return [Series("img/s", tuple(p.imgs_per_s for p in points), marked=True)]
+    # The y axis follows mAP50 and mAP50-95 over the whole run but P and R over the later half only: a barely
+    # trained model's few confident boxes make precision jump early (0.9, then 0.02), and a range set by
+    # those jumps would flatten mAP's rise to the bottom rows. Earlier P/R points beyond it sit at its edge.
+    recent = len(points) // 2
+    return [Series("P", tuple(p.precision for p in points), scale_from=recent),
+            Series("R", tuple(p.recall for p in points), scale_from=recent),
+            Series("mAP50", tuple(p.map50 for p in points)),
+            Series("mAP50-95", tuple(p.map for p in points), marked=True, best=True)]
+
+
 class DashboardScreen(Screen):
     """Header, progress, loss and metric charts, GPU, checkpoints, restarts and the log tail of one run."""
 
@@ -66,6 +91,7 @@ class DashboardScreen(Screen):
         Binding("r", "reload", "Reload"),
         Binding("f", "toggle_log", "Log only"),
         Binding("L", "cycle_log_level", "Log level", show=False),
+        Binding("g", "next_chart", "Chart", show=False),  # named in the chart's title and ? help
         *RUN_ACTION_BINDINGS,  # wizards and run actions (yolotui.tui.app_actions)
     ]
 
@@ -86,6 +112,7 @@ class DashboardScreen(Screen):
         self._paint_due = 0.0
         self._view_pending = False
         self._gpu_pending = False
+        self.chart_mode = 0  # the left chart's CHART_MODES position (`g`)
 
     def compose(self) -> ComposeResult:
         yield RunHeader(id="run-header")
@@ -229,22 +256,7 @@ class DashboardScreen(Screen):
         now = self.app.clock()
         self.query_one(RunHeader).show(view, now)
         self.query_one(ProgressPanel).show(view)
-        points = view.points
-        self.query_one("#loss-chart", BrailleChart).set_series([
-            Series("box", tuple(p.box for p in points)),
-            Series("cls", tuple(p.cls for p in points)),
-            Series("dfl", tuple(p.dfl for p in points)),
-        ])
-        # The y axis follows mAP50 and mAP50-95 over the whole run but P and R over the later half only: a barely
-        # trained model's few confident boxes make precision jump early (0.9, then 0.02), and a range set by
-        # those jumps would flatten mAP's rise to the bottom rows. Earlier P/R points beyond it sit at its edge.
-        recent = len(points) // 2
-        self.query_one("#metric-chart", BrailleChart).set_series([
-            Series("P", tuple(p.precision for p in points), scale_from=recent),
-            Series("R", tuple(p.recall for p in points), scale_from=recent),
-            Series("mAP50", tuple(p.map50 for p in points)),
-            Series("mAP50-95", tuple(p.map for p in points)),
-        ])
+        self._render_charts(view)
         self.query_one(CheckpointPanel).show(view, now)
         self.query_one(RestartPanel).show(view)
         log = self.query_one("#log", LogTail)
@@ -253,6 +265,24 @@ class DashboardScreen(Screen):
             log.write_lines(view.log_lines)
         elif view.new_log_lines:
             log.write_lines(view.new_log_lines)
+
+    def _render_charts(self, view: RunView) -> None:
+        """The left chart in the mode `g` chose, the right one the metrics (the losses while the left shows
+        the metrics); x: epochs, 1-based."""
+        left_mode = CHART_MODES[self.chart_mode]
+        right_mode = "loss" if left_mode == "metrics" else "metrics"
+        epochs = tuple(p.epoch + 1 for p in view.points)
+        for chart_id, mode in (("#loss-chart", left_mode), ("#metric-chart", right_mode)):
+            chart = self.query_one(chart_id, BrailleChart)
+            chart.border_title = CHART_TITLES[mode] + (" · g: next" if chart_id == "#loss-chart" else "")
+            chart.empty_text = CHART_EMPTY[mode]
+            chart.set_series(chart_series(mode, view.points), epochs)
+
+    def action_next_chart(self) -> None:
+        """Switch the left chart: losses, metrics, learning rate, images per second."""
+        self.chart_mode = (self.chart_mode + 1) % len(CHART_MODES)
+        if self.view is not None:
+            self._render_charts(self.view)
 
     # -- GPU ----------------------------------------------------------------------------------------------
     @work(thread=True, exit_on_error=False, group="dash-gpu")

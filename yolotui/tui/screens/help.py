@@ -21,13 +21,14 @@ HELP_TEXT = """\
   ↑ ↓        move         enter   open the run's dashboard
   /          filter       esc     clear the filter
   s          sort by the next column (click a header to sort by it; again to reverse)
-  r          reload now
+  r          reload now   p       the highlighted run's preview pane, shown or hidden
   space      mark / unmark a run     v       the marked runs side by side
   d          remove the highlighted run (ended runs only; asks first)
 
 [b]Run dashboard[/b]
   esc        back to the runs table
   f          log tail full screen, and back
+  g          the left chart: losses, metrics, learning rate, images per second
   r          reload now
 
 [b]Run actions[/b] (on the table: the highlighted run; on a dashboard: its run)

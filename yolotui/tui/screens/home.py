@@ -1,50 +1,41 @@
-"""Home: every indexed run in one table, live; `/` filters, `s` (or a header click) sorts, Enter opens.
+"""Home, the cockpit: every GPU in a strip at the top, every indexed run in one table, live; `/` filters,
+`s` (or a header click) sorts, Enter opens.
 
-Space marks runs (a dot before the name) and `v` opens the marked runs side by side (CompareScreen). A
-queued run shows what it waits for in the epoch column.
+A live run shows its progress and ETA, a failed one its failure class, a queued one what it waits for.
+Space marks runs (a dot before the name) and `v` opens the marked runs side by side (CompareScreen). The GPU
+strip samples through the app's one sampler while home is in front (the dashboard's panel uses the same one).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from yolotui import formatting
-from yolotui.formatting import age as format_age
-from yolotui.formatting import short_when as format_time
-from yolotui.placement.queue import short_note
 from yolotui.runs import index
-from yolotui.runs.layout import LAST_PT, WEIGHTS_DIR
-from yolotui.runs.summary import RunSummary, summarize_all
 from yolotui.tui.app_actions import RUN_ACTION_BINDINGS
 from yolotui.tui.fleet_home import FleetHomeMixin
-from yolotui.tui.sources import CheckpointFacts, diagnose
+from yolotui.tui.home_data import HomeRow
+from yolotui.tui.home_source import LocalRuns
+from yolotui.tui.screens.home_panes import BESIDE_MIN_WIDTH, HomePanes, preview_fits
 from yolotui.tui.watch import watch_changes
-from yolotui.tui.widgets.panels import STATE_CLASS, VERDICT_CLASS
+from yolotui.tui.widgets.gpu_strip import GpuStrip
+from yolotui.tui.widgets.run_cells import COLUMNS, cells, sort_key
+from yolotui.tui.widgets.run_preview import RunPreview
 
 SLOW_POLL_S = 5.0  # catches what no file event announces: a supervisor dying (its lock released), ages
 MIN_GAP_S = 0.5  # at most two table rebuilds a second however fast files change
 
-COLUMNS = ("name", "state", "epoch", "mAP50-95", "checkpoint", "started", "device")
-STATE_STYLE = {"good": "bold green", "info": "bold cyan", "warn": "bold yellow", "bad": "bold red",
-               "muted": "dim"}
 
-
-@dataclass
-class HomeRow:
-    """One line of the runs table."""
-
-    summary: RunSummary
-    checkpoint: CheckpointFacts | None
+__all__ = ["COLUMNS", "HomeRow", "HomeScreen", "RunsLoaded"]
 
 
 class RunsLoaded(Message):
@@ -57,15 +48,16 @@ class RunsLoaded(Message):
         self.partial = partial  # shown at once; the checkpoint verdicts of this reading are still being made
 
 
-class HomeScreen(FleetHomeMixin, Screen):
-    """The runs table (with every configured host's runs: yolotui.tui.fleet_home)."""
+class HomeScreen(FleetHomeMixin, HomePanes, Screen):
+    """The runs table (with every configured host's runs: yolotui.tui.fleet_home), the GPU strip, the preview."""
 
     AUTO_FOCUS = "#runs"
     BINDINGS = [
         Binding("enter", "open_run", "Open", show=True, priority=False),
         Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("s", "sort", "Sort"),
-        Binding("r", "reload", "Reload"),
+        Binding("s", "sort", "Sort", show=False),  # a header click sorts too; in ? help (the footer fits 80)
+        Binding("r", "reload", "Reload", show=False),  # the table is live; in ? help
+        Binding("p", "toggle_preview", "Preview"),
         Binding("d", "remove_run", "Remove", show=False),
         Binding("space", "toggle_mark", "Mark", show=False),
         Binding("v", "compare", "Compare", show=False),  # in ? help; the footer must fit 80 columns
@@ -75,7 +67,13 @@ class HomeScreen(FleetHomeMixin, Screen):
     DEFAULT_CSS = """
     HomeScreen #filter { display: none; height: 3; }
     HomeScreen #filter.-visible { display: block; }
-    HomeScreen #runs { height: 1fr; }
+    HomeScreen #home-main { height: 1fr; }
+    HomeScreen #runs { height: 1fr; width: 1fr; }
+    HomeScreen #preview { width: 2fr; max-width: 72; }
+    HomeScreen #home-main.-stacked { layout: vertical; }
+    HomeScreen #home-main.-stacked #preview { width: 1fr; max-width: 100%; height: 45%; min-height: 6;
+                                              border-left: none;
+                                              border-top: hkey $foreground 20%; }
     HomeScreen #home-message { height: auto; padding: 0 1; color: $foreground-muted; }
     """
 
@@ -94,12 +92,18 @@ class HomeScreen(FleetHomeMixin, Screen):
         self._suspended = False
         self._note = ""
         self._slow_timer = None
-        self._ckpt_cache: dict[str, tuple[tuple[float, int], CheckpointFacts]] = {}
         self.marked: set[str] = set()  # run folders marked with space, for `v` (compare)
+        self.source = LocalRuns()  # where the rows come from (yolotui/tui/home_source.py)
 
     def compose(self) -> ComposeResult:
+        yield GpuStrip(id="gpu-strip")
         with Vertical(id="home-body"):
-            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+            size = self.app.size  # the first frame already has the pane where it belongs: no restyle after it
+            with Horizontal(id="home-main", classes="-stacked" if size.width < BESIDE_MIN_WIDTH else ""):
+                yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+                pane = RunPreview(id="preview")
+                pane.display = preview_fits(size)
+                yield pane
             yield Static("loading runs…", id="home-message")
         yield Footer(compact=True)  # 80 columns fit every footer key
 
@@ -108,8 +112,15 @@ class HomeScreen(FleetHomeMixin, Screen):
         table = self.query_one("#runs", DataTable)
         for key in COLUMNS:
             table.add_column(key, key=key)
-        self.call_after_refresh(self.request_load)  # first paint first, then read the runs
+        self.call_after_refresh(self.request_load)  # first paint first, then read the runs, then the GPUs
         self.fleet_start()  # other machines' runs, when hosts are configured
+
+    def on_resize(self) -> None:
+        self.place_preview()
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.request_preview()
 
     def on_screen_suspend(self) -> None:
         """A dashboard covers the table: stop watching and polling until it is back (saves CPU)."""
@@ -119,12 +130,20 @@ class HomeScreen(FleetHomeMixin, Screen):
             self._slow_timer = None
         self.workers.cancel_group(self, "home-watch")
         self._watched = ()
+        self.stop_gpus()  # the dashboard samples through the same sampler meanwhile
 
     def on_screen_resume(self) -> None:
         """Back on top: read now and watch again."""
         if self._suspended:
             self._suspended = False
             self.request_load()
+            self.sample_gpus()
+
+    @property
+    def settled(self) -> bool:
+        """True once the runs were read twice (the watcher's catch-up included), a GPU sample is shown and the
+        preview (when shown) holds the highlighted run."""
+        return self.load_count >= 2 and self.gpu_snapshot is not None and self.preview_settled
 
     # -- loading ------------------------------------------------------------------------------------------
     def request_load(self) -> None:
@@ -140,56 +159,16 @@ class HomeScreen(FleetHomeMixin, Screen):
 
     @work(thread=True, exit_on_error=False, group="home-load")
     def load_runs(self) -> None:
-        """Read every indexed run (thread); posts RunsLoaded.
-
-        The runs are shown as soon as they are read: when a checkpoint is new or has changed, its verdict
-        (which reads, and hashes, the whole file: seconds for a large one) is made after a first, partial
-        RunsLoaded, so a run that was just launched appears at once whatever the other runs' checkpoints."""
+        """Read every run through the screen's source (thread); posts RunsLoaded, a first partial one while
+        checkpoint verdicts (or, the first time, the runs' extras) are still being read (home_source.py)."""
         try:
-            summaries = summarize_all()
-            problem = index.last_problem()  # a damaged index is named, never shown as "no runs yet"
-            rows, pending = [], []
-            for summary in summaries:
-                facts, fresh = self._known_checkpoint(summary)
-                if not fresh:
-                    pending.append(len(rows))
-                rows.append(HomeRow(summary, facts))
-            if pending:
-                self.post_message(RunsLoaded(list(rows), problem, partial=True))
-                for i in pending:
-                    rows[i] = HomeRow(rows[i].summary, self._checkpoint(rows[i].summary))
+            rows, problem = self.source.read(
+                lambda partial, note: self.post_message(RunsLoaded(partial, note, partial=True)),
+                first=self.load_count == 0)
         except Exception as exc:  # a library bug shows as a line, not a traceback
             self.post_message(RunsLoaded([], f"could not read the runs: {exc}"))
             return
         self.post_message(RunsLoaded(rows, problem))
-
-    def _known_checkpoint(self, summary: RunSummary) -> tuple[CheckpointFacts | None, bool]:
-        """(what to show for the run's last.pt now, whether that is its verdict for the file as it is)."""
-        path = Path(summary.path) / WEIGHTS_DIR / LAST_PT
-        try:
-            stat = path.stat()
-        except OSError:
-            return None, True
-        cached = self._ckpt_cache.get(str(path))
-        if cached and cached[0] == (stat.st_mtime, stat.st_size):
-            return cached[1], True
-        if cached:
-            return cached[1], False  # the previous verdict until the new one is made
-        return CheckpointFacts(path.name, str(path), "checking", size=stat.st_size, mtime=stat.st_mtime), False
-
-    def _checkpoint(self, summary: RunSummary) -> CheckpointFacts | None:
-        path = Path(summary.path) / WEIGHTS_DIR / LAST_PT
-        try:
-            stat = path.stat()
-        except OSError:
-            return None
-        key = (stat.st_mtime, stat.st_size)
-        cached = self._ckpt_cache.get(str(path))
-        if cached and cached[0] == key:
-            return cached[1]
-        facts = diagnose(path, summary.epochs)
-        self._ckpt_cache[str(path)] = (key, facts)
-        return facts
 
     def on_runs_loaded(self, message: RunsLoaded) -> None:
         if message.partial:  # the runs now; the same reading follows with its checkpoint verdicts
@@ -200,7 +179,11 @@ class HomeScreen(FleetHomeMixin, Screen):
         self.rows = message.rows
         self.loaded = True
         self.load_count += 1
+        if self.load_count == 1 and not self._suspended:
+            self.sample_gpus()  # NVML starts in this worker, once the table is filled: the runs come first
         self._render_table()
+        self.show_gpus()
+        self.request_preview()
         if message.error:
             note = message.error
         elif not self.rows:
@@ -253,13 +236,13 @@ class HomeScreen(FleetHomeMixin, Screen):
         every = [*self.rows, *(HomeRow(s, None) for s in self.fleet_summaries())]
         rows = [r for r in every if not needle or needle in " ".join(
             str(x) for x in (r.summary.name, r.summary.state, r.summary.device or "", r.summary.path)).lower()]
-        rows.sort(key=lambda r: _sort_key(r, COLUMNS[self.sort_column]), reverse=self.sort_reverse)
+        rows.sort(key=lambda r: sort_key(r, COLUMNS[self.sort_column]), reverse=self.sort_reverse)
         return rows
 
     def _render_table(self) -> None:
         table = self.query_one("#runs", DataTable)
         now = self.app.clock()
-        content = [(row.summary.path, _cells(row, now, row.summary.path in self.marked))
+        content = [(row.summary.path, cells(row, now, row.summary.path in self.marked))
                    for row in self.visible_rows()]
         labels = [key + ((" ▼" if self.sort_reverse else " ▲") if i == self.sort_column else "")
                   for i, key in enumerate(COLUMNS)]
@@ -274,10 +257,10 @@ class HomeScreen(FleetHomeMixin, Screen):
             column = table.columns[key]
             column.label = Text(label)
             column.auto_width = False
-            column.width = max([len(label)] + [Text(str(cells[position])).cell_len if not isinstance(
-                cells[position], Text) else cells[position].cell_len for _, cells in content])
-        for path, cells in content:
-            table.add_row(*cells, key=path)
+            column.width = max([len(label)] + [Text(str(row[position])).cell_len if not isinstance(
+                row[position], Text) else row[position].cell_len for _, row in content])
+        for path, row in content:
+            table.add_row(*row, key=path)
         if selected is not None and selected in table.rows:
             table.move_cursor(row=table.get_row_index(selected))
 
@@ -400,46 +383,3 @@ class HomeScreen(FleetHomeMixin, Screen):
         if not event.value:
             event.input.remove_class("-visible")
         self.query_one("#runs", DataTable).focus()
-
-
-QUEUE_NOTE_WIDTH = 28  # how much of a queued run's reason the epoch column shows
-
-
-def _cells(row: HomeRow, now: float, marked: bool = False) -> tuple:
-    summary = row.summary
-    state_style = STATE_STYLE[STATE_CLASS.get(summary.state, "muted")]
-    epoch = formatting.epochs(summary.epoch, summary.epochs)
-    if summary.state == "queued" and summary.message:
-        epoch = Text(short_note(summary.message, QUEUE_NOTE_WIDTH), "italic")
-    best = f"{summary.best_map:.4f}" if summary.best_map is not None else "--"
-    checkpoint = Text("none", "dim")
-    if row.checkpoint is not None:
-        age = format_age(now - row.checkpoint.mtime) if row.checkpoint.mtime else "--"
-        verdict = row.checkpoint.verdict
-        checkpoint = Text.assemble(f"{age} ", (verdict, STATE_STYLE[VERDICT_CLASS.get(verdict, "muted")]))
-    state = summary.state if summary.attempt <= 1 else f"{summary.state} #{summary.attempt}"
-    name = Text.assemble(("● ", "bold"), summary.name) if marked else summary.name
-    device = summary.device or "--"
-    if summary.slurm:  # a SLURM run: where and how long, or why it waits
-        from yolotui.runs.slurm_state import short_text
-
-        device = f"{summary.device + ' ' if summary.device else ''}{short_text(summary.slurm)}"
-    return (name, Text(state, state_style), epoch, best, checkpoint, format_time(summary.started), device)
-
-
-def _sort_key(row: HomeRow, column: str):
-    summary = row.summary
-    if column == "name":
-        return (summary.name.lower(),)
-    if column == "state":
-        return (summary.state,)
-    if column == "epoch":
-        return (summary.epoch or 0, summary.epochs or 0)
-    if column == "mAP50-95":
-        return (summary.best_map if summary.best_map is not None else -1.0,)
-    if column == "checkpoint":
-        mtime = row.checkpoint.mtime if row.checkpoint and row.checkpoint.mtime else 0.0
-        return (-mtime,)
-    if column == "device":
-        return (summary.device or "",)
-    return (-(summary.started or 0.0),)

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.text import Text
-from textual.widgets import Static
 
 from yolotui import formatting
 from yolotui.formatting import age as format_age
@@ -22,68 +21,15 @@ from yolotui.runs.status import elapsed_seconds
 from yolotui.telemetry.history import downsample
 from yolotui.tui.runview import RunView
 from yolotui.tui.widgets import gpu_health
+from yolotui.tui.widgets.panel_base import (
+    _PANEL_CSS_CLASSES,
+    STATE_CLASS,
+    TEMP_HOT_C,
+    TEMP_WARN_C,
+    VERDICT_CLASS,
+    Panel,
+)
 from yolotui.tui.widgets.sparkline import bar, sparkline
-
-TEMP_WARN_C = 75.0
-TEMP_HOT_C = 85.0
-
-STATE_CLASS = {
-    "running": "good",
-    "finished": "info",
-    "queued": "muted",
-    "restarting": "warn",
-    "stopping": "warn",
-    "interrupted": "warn",
-    "stopped": "muted",
-    "failed": "bad",
-}
-VERDICT_CLASS = {
-    "resumable": "good",
-    "finished": "info",
-    "incomplete": "warn",
-    "foreign": "warn",
-    "unknown": "muted",
-    "corrupt": "bad",
-    "missing": "bad",
-    "checking": "muted",  # the runs table, while a new or changed checkpoint's verdict is being made
-}
-
-_PANEL_CSS_CLASSES = """
-    {name} {{ text-wrap: nowrap; text-overflow: ellipsis; }}
-    {name} > .panel--good {{ color: $success; text-style: bold; }}
-    {name} > .panel--info {{ color: $primary; text-style: bold; }}
-    {name} > .panel--warn {{ color: $warning; text-style: bold; }}
-    {name} > .panel--bad {{ color: $error; text-style: bold; }}
-    {name} > .panel--muted {{ color: $foreground-muted; }}
-    {name} > .panel--label {{ color: $foreground-muted; }}
-    {name} > .panel--share {{ color: $accent; }}
-"""
-_COMPONENTS = {"panel--good", "panel--info", "panel--warn", "panel--bad", "panel--muted", "panel--label",
-               "panel--share"}
-
-
-class Panel(Static):
-    """A Static with the semantic colour classes every panel uses."""
-
-    COMPONENT_CLASSES = _COMPONENTS
-    _shown: Text | None = None
-
-    def set_text(self, text: Text) -> None:
-        """Show `text`; nothing is repainted when it did not change, and the layout is redone only when the
-        number of lines changed (a full-screen relayout per update costs far more than the panel itself)."""
-        previous = self._shown
-        if previous is not None and previous.plain == text.plain and previous.spans == text.spans:
-            return
-        self._shown = text
-        relayout = previous is None or previous.plain.count("\n") != text.plain.count("\n")
-        self.update(text, layout=relayout)
-
-    def on_resize(self) -> None:
-        self._shown = None  # widths changed: let the next update lay out again
-
-    def style_for(self, kind: str):
-        """The Rich style of a semantic colour: good, info, warn, bad, muted, label, share."""
-        return self.get_component_rich_style(f"panel--{kind}")
 
 
 class RunHeader(Panel):
@@ -131,6 +77,15 @@ class ProgressPanel(Panel):
         bar_w = max(5, width - 52)
         text = Text(no_wrap=True, overflow="ellipsis")
         live = view.state in LIVE_STATES
+        if view.state == "queued":  # nothing to measure yet: what it waits for
+            status = view.status
+            text.append("queued: ", self.style_for("label"))
+            waits = str(getattr(status, "message", None) or "waiting for its turn").removeprefix("queued: ")
+            text.append(waits, self.style_for("info"))
+            text.append("\nit starts by itself as soon as that is free",
+                        self.style_for("muted"))
+            self.set_text(text)
+            return
         epoch_label = formatting.epoch_in_progress(view.epoch, view.epochs, unknown="epoch --")
         text.append(f"{epoch_label:<15} ")
         frac = view.epoch_fraction()
@@ -174,6 +129,11 @@ class CheckpointPanel(Panel):
             if index:
                 text.append("\n")
             text.append(f"{facts.name:<8}", "bold")
+            if facts.verdict == "missing" and not view.finished_epochs and view.state != "failed":
+                # A new run: nothing is wrong, its first checkpoint comes with its first epoch's end.
+                text.append("no checkpoint yet (first at the end of epoch 1)" if index == 0 else "none yet",
+                            self.style_for("muted"))
+                continue
             text.append(facts.verdict, self.style_for(VERDICT_CLASS.get(facts.verdict, "muted")))
             if facts.verdict == "missing":
                 continue
