@@ -72,10 +72,9 @@ def cap_log(path: Path, cap: int, head: int = HEAD_BYTES, tail: int = TAIL_BYTES
         if not cut_before:
             kept_head = _head(os.pread(fd, head + 1, 0), head)
         start = max(len(kept_head) if not cut_before else 0, size - tail)
-        last = os.pread(fd, size - start, start)
-        newline = last.find(b"\n")
-        if start > 0 and newline >= 0:
-            last = last[newline + 1 :]  # from a whole line
+        last = os.pread(fd, size - start + 1, start - 1)[1:] if start > 0 else os.pread(fd, size, 0)
+        if start > 0 and os.pread(fd, 1, start - 1) != b"\n" and b"\n" in last:
+            last = last[last.find(b"\n") + 1 :]  # from a whole line
         cut = cut_before + size - len(last) - (0 if cut_before else len(kept_head))
         mark = CUT_MARK + b"%d bytes of output cut here; the newest output is in %s]\n" % (cut, path.name.encode())
         _replace(previous, kept_head + mark + last)

@@ -180,7 +180,7 @@ def newest_run_progress(folder: str) -> tuple[dict | None, bool]:
     event, done = newest_progress(os.path.join(folder, EVENTS_JSONL))
     batch = newest_progress(os.path.join(folder, BATCHES_FILE))[0] or \
         newest_progress(os.path.join(folder, BATCHES_PREVIOUS))[0]
-    if batch is not None and (event is None or _ts(batch) >= _ts(event)):
+    if batch is not None and (event is None or _ts(batch) > _ts(event)):  # a tie: the epoch event is as far
         return batch, done
     return event, done
 
