@@ -6,7 +6,7 @@ The short run is a fixture run folder of the tests (tests/tui_fixtures.make_run,
 grown to N epochs x M batch events the way the trainer writes them (yolotui.runs.events.EventWriter: the current
 layout, batch stream rotated; --layout old writes everything into events.jsonl as yolotui did before, to see
 what an old folder costs), with a results.csv row per epoch and a tqdm-like train.log held to its cap as the
-supervisor holds it (yolotui.runs.logcap). Each view runs in a fresh interpreter; memory is the child's
+supervisor holds it (yolotui.runs.streams.logcap). Each view runs in a fresh interpreter; memory is the child's
 ru_maxrss (os.wait4). Run: `python bench/bench_long_run.py [--epochs 300 --batches 2200 --repeats 3]`; take
 figures on a quiet machine only.
 """
@@ -56,8 +56,8 @@ def grow(short: Path, target: Path, epochs: int, batches: int, layout: str) -> P
     ending mid-epoch (an interrupted run, so resume has an epoch to drop)."""
     from yolotui.runs import index
     from yolotui.runs.events import SEGMENT_BYTES, EventWriter
-    from yolotui.runs.logcap import TRAIN_LOG_CAP, cap_log
     from yolotui.runs.results import append_row
+    from yolotui.runs.streams.logcap import TRAIN_LOG_CAP, cap_log
 
     shutil.copytree(short, target)
     index.add(target, target.name)

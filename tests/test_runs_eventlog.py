@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from yolotui.runs import events as ev
-from yolotui.runs.eventlog import EventFollower, RunFollower, epoch_events, recent_events
 from yolotui.runs.events import EventWriter, read_events, rewind_run
-from yolotui.runs.logcap import cap_log, previous_path, tail_text
+from yolotui.runs.streams.eventlog import EventFollower, RunFollower, epoch_events, recent_events
+from yolotui.runs.streams.logcap import cap_log, previous_path, tail_text
 from yolotui.runs.summary import summarize
 from yolotui.tui.runview import RunReader
 

@@ -12,10 +12,10 @@ import pytest
 
 from yolotui.errors import UserError
 from yolotui.runs import index
-from yolotui.runs.eventlog import EventFollower
 from yolotui.runs.events import EventWriter, read_events
 from yolotui.runs.status import RunStatus, read_status, write_status
 from yolotui.runs.store import check_writable, create_run_dir, validate_name
+from yolotui.runs.streams.eventlog import EventFollower
 
 
 def test_official_numbering_exp_exp2_exp3(tmp_path):

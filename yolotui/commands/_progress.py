@@ -14,8 +14,8 @@ from typing import Any, TextIO
 
 from yolotui import formatting
 from yolotui.runs import layout
-from yolotui.runs.eventlog import RunFollower
 from yolotui.runs.status import effective_state
+from yolotui.runs.streams.eventlog import RunFollower
 
 BAR_WIDTH = 24
 

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     import os
 
     from yolotui.logtext import LogCleaner
-    from yolotui.runs.logcap import previous_path
+    from yolotui.runs.streams.logcap import previous_path
 
     cleaner = None if args.raw else LogCleaner()
 
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         while True:
             try:
                 with open(path, "rb") as handle:
-                    if os.fstat(handle.fileno()).st_size < offset:  # cut by the supervisor (runs/logcap.py)
+                    if os.fstat(handle.fileno()).st_size < offset:  # cut by the supervisor (runs/streams/logcap.py)
                         offset = 0
                     handle.seek(offset)
                     data = handle.read(READ_BYTES)
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         if args.tail is None:  # the head and last lines of output the supervisor cut from train.log, if any
             try:
                 with open(previous_path(path), "rb") as handle:
-                    earlier = handle.read(EARLIER_BYTES)  # head + tail (yolotui.runs.logcap)
+                    earlier = handle.read(EARLIER_BYTES)  # head + tail (yolotui.runs.streams.logcap)
             except OSError:
                 earlier = b""
             if earlier:

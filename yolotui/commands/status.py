@@ -18,10 +18,10 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from yolotui.commands._runfmt import age, duration, epoch_text, table, when
-    from yolotui.runs.eventlog import recent_events
     from yolotui.runs.layout import INTERRUPTED, LIVE_STATES
     from yolotui.runs.resolve import resolve_run
     from yolotui.runs.status import elapsed_seconds, read_status_checked
+    from yolotui.runs.streams.eventlog import recent_events
     from yolotui.runs.summary import summarize
     from yolotui.supervisor.policy import describe_exit
 

@@ -7,7 +7,7 @@ Two streams, one JSON object a line, each event with `ts` (unix seconds), `type`
 - batches.jsonl: the throttled `batch` events, a segment rotated to batches.1.jsonl (the one before it
   dropped) once it reaches SEGMENT_BYTES: the newest batches are always there, the disk cost is bounded.
 
-Old run folders (every event in events.jsonl) are read by the same readers (yolotui.runs.eventlog).
+Old run folders (every event in events.jsonl) are read by the same readers (yolotui.runs.streams.eventlog).
 
 Standard library only and no yolotui import at module level: the trainer shims load this file by path in an
 interpreter without yolotui (yolotui/backends/shimkit.py), so the engine and both shims share this writer.
@@ -130,7 +130,7 @@ def parse_line(raw: bytes) -> Event | None:
 def read_events(path) -> list[Event]:
     """All complete events in one small file (tests, a segment); [] when it does not exist.
 
-    Never call it on a whole run's stream: yolotui.runs.eventlog has the bounded readers.
+    Never call it on a whole run's stream: yolotui.runs.streams.eventlog has the bounded readers.
     """
     try:
         with open(path, "rb") as handle:

@@ -17,12 +17,12 @@ from typing import Any
 from yolotui import procs
 from yolotui.runs.atomic import open_append
 from yolotui.runs.layout import TRAIN_LOG
-from yolotui.runs.logcap import cap_run_logs, previous_path
+from yolotui.runs.streams.logcap import cap_run_logs, previous_path
 from yolotui.supervisor.logconfig import log
 
 POLL_S = 0.1
 WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks
-LOG_CAP_INTERVAL_S = 10.0  # how often train.log and supervisor.log are held to their caps (yolotui.runs.logcap)
+LOG_CAP_INTERVAL_S = 10.0  # how often train.log and supervisor.log are held to their caps (yolotui.runs.streams.logcap)
 LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
 
 _PR_SET_PDEATHSIG = 1

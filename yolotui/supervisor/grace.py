@@ -14,8 +14,8 @@ import os
 import time
 from pathlib import Path
 
-from yolotui.runs.eventlog import recent_events
 from yolotui.runs.layout import WEIGHTS_DIR
+from yolotui.runs.streams.eventlog import recent_events
 
 STEP_FACTOR = 3.0  # the step under way, plus slack for a loaded machine
 CKPT_FACTOR = 2.0

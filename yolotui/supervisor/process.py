@@ -369,7 +369,7 @@ def _display(argv: list[str]) -> str:
 
 def _tail_text(path: Path, offset: int, limit: int = 16384) -> str:
     """The last `limit` bytes of `path` written after `offset`, as text (across a cut of the log)."""
-    from yolotui.runs.logcap import tail_text
+    from yolotui.runs.streams.logcap import tail_text
 
     return tail_text(path, offset, limit)
 

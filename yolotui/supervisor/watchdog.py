@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from yolotui.runs.eventlog import RunFollower
+from yolotui.runs.streams.eventlog import RunFollower
 
 FINAL_EVENTS = frozenset({"done", "stop", "error"})  # after these the trainer is on its way out
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.logtext import LogCleaner
-from yolotui.runs.eventlog import RunFollower
 from yolotui.runs.events import Event
 from yolotui.runs.layout import (
     BEST_PT,
@@ -26,6 +25,7 @@ from yolotui.runs.layout import (
 )
 from yolotui.runs.results import read_rows
 from yolotui.runs.status import RunStatus, effective_state, read_status, slurm_job_of
+from yolotui.runs.streams.eventlog import RunFollower
 from yolotui.tui.sources import CheckpointFacts, diagnose
 
 LOG_TAIL_BYTES = 32 * 1024

@@ -252,7 +252,7 @@ def earlier_epochs(events_path: Path, before: int) -> list[dict[str, Any]]:
     """The run's `epoch` events for epochs < `before` (the trainer has already dropped later ones on resume)."""
     if before <= 0:
         return []
-    from yolotui.runs.eventlog import epoch_events
+    from yolotui.runs.streams.eventlog import epoch_events
 
     return epoch_events(events_path, before)
 
