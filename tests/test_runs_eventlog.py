@@ -252,6 +252,18 @@ def test_each_shim_writes_what_yolotuis_readers_read(tmp_path, backend, script):
     assert summarize(run_dir).epoch == 2
 
 
+def test_the_kits_failure_classes_are_the_supervisors():
+    from yolotui.backends import shimkit
+    from yolotui.supervisor import decision
+
+    known = {value for name, value in vars(decision).items() if name.isupper() and isinstance(value, str)}
+    assert set(shimkit.FAILURE_CLASSES) <= known
+    assert shimkit.classify(RuntimeError("CUDA out of memory"), "RuntimeError: CUDA out of memory") == "oom"
+    assert shimkit.classify(RuntimeError("x"), "torch.OutOfMemoryError: DefaultCPUAllocator: not enough") == "crash"
+    assert shimkit.classify(AssertionError("File not found: a.yaml"), "AssertionError: File not found") == "data"
+    assert shimkit.classify(RuntimeError("Training failed: NaN persisted for 4 epochs"), "x") == "nan"
+
+
 # --- capped logs --------------------------------------------------------------------------------------------------
 
 def test_a_capped_log_keeps_its_head_and_tail_and_counts_what_was_cut(tmp_path):

@@ -17,7 +17,7 @@ import sys
 SHIM_PREFIX = "yolotui shim:"
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # run files are never written through a symlink
 HERE = os.path.dirname(os.path.realpath(__file__))
-FAILURE_CLASSES = ("oom", "comm", "data", "nan", "disk", "crash")  # as yolotui.supervisor.policy names them
+FAILURE_CLASSES = ("oom", "comm", "data", "nan", "disk", "crash")  # as yolotui.supervisor.decision names them
 
 
 def load_path(key, path):

@@ -1,8 +1,9 @@
 """The official shim's reporter: yolotui events (start, batch, epoch, checkpoint, done, error) from the official
 trainer's own values, written to RUN/events.jsonl, and the drop of a resumed epoch's rows and events.
 
-Part of the shim (shim.py, run by path in the trainer's interpreter): standard library only, Python >= 3.8,
-never imports yolotui. Its values come from the `train()` frame that runs each official Callbacks hook.
+Part of the shim (shim.py, run by path in the trainer's interpreter, loads it through the shim kit): standard
+library only, Python >= 3.8, never imports yolotui there; the events, atomic writes and rewinds are the kit's
+(yolotui/backends/shimkit.py). Its values come from the `train()` frame that runs each official Callbacks hook.
 """
 
 from __future__ import annotations
