@@ -290,6 +290,19 @@ def test_a_capped_log_keeps_its_head_and_tail_and_counts_what_was_cut(tmp_path):
     assert "round 2 line 002999" in text and text.endswith("CUDA out of memory\n")
 
 
+def test_the_log_panel_keeps_its_lines_across_a_cut(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"line {i}\n" for i in range(100)))
+    reader = RunReader(tmp_path)
+    assert reader.refresh().log_lines[-1] == "line 99"
+    assert cap_log(log, cap=100, head=20, tail=50)
+    with open(log, "a") as handle:
+        handle.write("after the cut\n")
+    view = reader.refresh()
+    assert not view.log_reset and view.new_log_lines == ["after the cut"]
+    assert view.log_lines[-2:] == ["line 99", "after the cut"]
+
+
 def test_logs_follow_goes_on_across_a_cut(tmp_path, monkeypatch, capsysbinary):
     import argparse
 

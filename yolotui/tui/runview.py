@@ -306,7 +306,9 @@ class RunReader:
         try:
             with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
-                if self._log_offset is None or stat.st_ino != self._log_inode or stat.st_size < self._log_offset:
+                if self._log_offset is not None and stat.st_ino == self._log_inode and stat.st_size < self._log_offset:
+                    self._log_offset = 0  # cut by the supervisor (runs/streams/logcap.py): the lines shown stay
+                if self._log_offset is None or stat.st_ino != self._log_inode:
                     start = max(0, stat.st_size - LOG_TAIL_BYTES)
                     self._log_lines.clear()
                     self._log_cleaner = LogCleaner()
