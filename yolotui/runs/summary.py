@@ -180,9 +180,18 @@ def newest_run_progress(folder: str) -> tuple[dict | None, bool]:
     event, done = newest_progress(os.path.join(folder, EVENTS_JSONL))
     batch = newest_progress(os.path.join(folder, BATCHES_FILE))[0] or \
         newest_progress(os.path.join(folder, BATCHES_PREVIOUS))[0]
-    if batch is not None and (event is None or _ts(batch) > _ts(event)):  # a tie: the epoch event is as far
-        return batch, done
-    return event, done
+    if batch is None or (event is not None and (_ts(event), _reach(event)) > (_ts(batch), _reach(batch))):
+        return event, done
+    return batch, done  # the newer (written in the same millisecond: the one further on)
+
+
+def _reach(event: dict) -> int:
+    """How far an event says the run is, for two written in the same millisecond: epochs done (a batch event
+    of 0-based epoch k: k; an epoch event of k: k + 1), -1 for any other."""
+    at = _int(event.get("epoch"))
+    if at is None:
+        return -1
+    return at + 1 if event.get("type") == "epoch" else at
 
 
 def _ts(event: dict) -> float:
