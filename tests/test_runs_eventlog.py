@@ -290,6 +290,20 @@ def test_a_capped_log_keeps_its_head_and_tail_and_counts_what_was_cut(tmp_path):
     assert "round 2 line 002999" in text and text.endswith("CUDA out of memory\n")
 
 
+def test_the_supervisor_holds_both_logs_to_their_caps(tmp_path, monkeypatch):
+    from yolotui.runs.streams import logcap
+
+    monkeypatch.setattr(logcap, "TRAIN_LOG_CAP", 1000)
+    monkeypatch.setattr(logcap, "SUPERVISOR_LOG_CAP", 500)
+    (tmp_path / "train.log").write_text("t\n" * 600)
+    (tmp_path / "supervisor.log").write_text("s\n" * 200)
+    assert logcap.cap_run_logs(tmp_path) == ["train.log"]
+    (tmp_path / "supervisor.log").write_text("s\n" * 300)
+    assert logcap.cap_run_logs(tmp_path) == ["supervisor.log"]
+    assert (tmp_path / "train.1.log").exists() and (tmp_path / "supervisor.1.log").exists()
+    assert logcap.cap_run_logs(tmp_path) == []
+
+
 def test_the_log_panel_keeps_its_lines_across_a_cut(tmp_path):
     log = tmp_path / "train.log"
     log.write_text("".join(f"line {i}\n" for i in range(100)))
