@@ -142,6 +142,22 @@ def test_the_run_follower_starts_at_the_batch_tail_and_follows_a_rotation(tmp_pa
     assert (tmp_path / "batches.1.jsonl").exists()
 
 
+def test_the_stall_watch_sees_the_attempts_events_in_both_streams(tmp_path):
+    from yolotui.supervisor.watchdog import StallWatch, WatchdogSettings
+
+    writer = EventWriter(tmp_path / "events.jsonl")
+    writer.emit("start")
+    writer.emit("batch", epoch=0, batch=1, batches=9)  # an earlier attempt's
+    offset = (tmp_path / "events.jsonl").stat().st_size
+    watch = StallWatch(WatchdogSettings(), tmp_path / "events.jsonl", offset, tmp_path / "train.log", 0,
+                       uses_events=True, save_signal=True)
+    assert watch.poll() == []
+    writer.emit("batch", epoch=0, batch=2, batches=9)
+    writer.emit("epoch", epoch=0)
+    assert [e["type"] for e in watch.poll()] == ["batch", "epoch"]
+    assert [e["batch"] for e in watch.recent_batches] == [2] and watch.kept[-1]["type"] == "epoch"
+
+
 # --- the rewind of a resume -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("old_layout", [True, False])

@@ -40,11 +40,16 @@ def tail_events(path, max_bytes: int = 64 * 1024) -> list[Event]:
 
 
 def _by_time(events: list[Event]) -> list[Event]:
-    def key(event: Event) -> float:
-        ts = event.get("ts")
-        return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else 0.0
+    """Events of both streams in the order they were written: by `ts`; of two written in the same millisecond,
+    the one further on in training last (a batch of epoch k before the epoch event of k), else as read."""
+    def key(event: Event) -> tuple[float, int]:
+        ts, at = event.get("ts"), event.get("epoch")
+        stamp = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else 0.0
+        if not isinstance(at, int) or isinstance(at, bool):
+            return stamp, -1
+        return stamp, at + 1 if event.get("type") == "epoch" else at
 
-    return sorted(events, key=key)  # stable: one stream's own order is kept for equal stamps
+    return sorted(events, key=key)
 
 
 def recent_events(run_dir, max_bytes: int = 64 * 1024) -> list[Event]:
