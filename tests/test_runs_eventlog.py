@@ -140,6 +140,9 @@ def test_the_run_follower_starts_at_the_batch_tail_and_follows_a_rotation(tmp_pa
         seen += [e["batch"] for e in follower.poll()]
     assert seen[-1] == 260 and seen == sorted(seen)
     assert (tmp_path / "batches.1.jsonl").exists()
+    (tmp_path / "batches.jsonl").write_text("")  # as just after a rotation
+    reopened = [e for e in RunFollower(tmp_path, batch_tail=1000).poll() if e["type"] == "batch"]
+    assert reopened and reopened[-1]["batch"] == max(e["batch"] for e in read_events(tmp_path / "batches.1.jsonl"))
 
 
 def test_the_stall_watch_sees_the_attempts_events_in_both_streams(tmp_path):

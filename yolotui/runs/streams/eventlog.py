@@ -173,6 +173,8 @@ class RunFollower:
             size = 0
         self.batches = EventFollower(run_dir / BATCHES_FILE, max(0, size - batch_tail), keep_batches,
                                      skip_partial=size > batch_tail > 0)
+        # just rotated: the newest batches before it are in the previous segment
+        self._earlier = tail_events(run_dir / BATCHES_PREVIOUS, batch_tail - size) if size < batch_tail else []
 
     @property
     def reset(self) -> bool:
@@ -183,4 +185,6 @@ class RunFollower:
         """New events of both streams, in time order."""
         events = self.events.poll()
         batches = self.batches.poll()
+        if self._earlier:
+            batches, self._earlier = self._earlier[-(self.batches.keep_batches or len(self._earlier)):] + batches, []
         return _by_time(events + batches) if batches else events
