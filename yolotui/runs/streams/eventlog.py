@@ -67,11 +67,13 @@ def recent_events(run_dir, max_bytes: int = 64 * 1024) -> list[Event]:
     return _by_time(events + batches)
 
 
-def history(path, skip_batches: bool = True) -> list[Event]:
-    """Every event of events.jsonl, read in chunks; batch lines (an old folder's) skipped unparsed.
+def history(path, only: str | None = None) -> list[Event]:
+    """Every event of events.jsonl (only those of type `only` when given), read in chunks; batch lines (an old
+    folder's) and lines of other types are skipped unparsed.
 
     Memory is O(epochs): the new layout's events.jsonl holds no batch events, an old one's are never kept.
     """
+    mark = ('"type":"%s"' % only).encode() if only else None
     found: list[Event] = []
     try:
         with open(path, "rb") as handle:
@@ -83,7 +85,7 @@ def history(path, skip_batches: bool = True) -> list[Event]:
                 lines = (carry + block).split(b"\n")
                 carry = lines.pop()
                 for raw in lines:
-                    if skip_batches and is_batch_line(raw):
+                    if is_batch_line(raw) or (mark is not None and mark not in raw):
                         continue
                     event = parse_line(raw)
                     if event is not None:
@@ -95,7 +97,7 @@ def history(path, skip_batches: bool = True) -> list[Event]:
 
 def epoch_events(path, before: int | None = None) -> list[Event]:
     """The `epoch` events of events.jsonl (those of epochs < `before` when given), in order."""
-    return [e for e in history(path) if e.get("type") == "epoch" and isinstance(e.get("epoch"), int)
+    return [e for e in history(path, only="epoch") if e.get("type") == "epoch" and isinstance(e.get("epoch"), int)
             and (before is None or e["epoch"] < before)]
 
 
