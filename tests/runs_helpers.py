@@ -74,3 +74,14 @@ def reap_runs(tmp_path):
     yield
     for status_file in tmp_path.rglob("status.json"):
         kill_run(status_file.parent)
+
+
+def run_events(run_dir: Path) -> list[dict]:
+    """Every event a run's streams hold now (events.jsonl and the batch segments), in time order: for tests of
+    short runs only (yolotui's own readers never read a run's history whole)."""
+    from yolotui.runs.events import read_events
+
+    found = []
+    for name in ("batches.1.jsonl", "batches.jsonl", "events.jsonl"):
+        found += read_events(Path(run_dir) / name)
+    return sorted(found, key=lambda e: e.get("ts") or 0)

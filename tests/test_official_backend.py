@@ -8,7 +8,6 @@ halves the batch in opt.yaml (kept as opt.yaml.orig); `yolotui exec -- python tr
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -41,7 +40,9 @@ def ended(run_dir: Path) -> str | None:
 
 
 def events(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    from runs_helpers import run_events
+
+    return run_events(run_dir)
 
 
 @pytest.fixture

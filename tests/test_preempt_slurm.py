@@ -9,12 +9,12 @@ import subprocess
 import sys
 
 import yaml
+from runs_helpers import run_events
 from slurmkit import bring_up, cancel_quietly, wait_for
 from trainkit import TEST_HYP_OVERRIDES, make_data, write_tiny_cfg
 
 from yolotui.mirror.snapshot import describes, read_manifest, sha256_file
 from yolotui.runs import lock
-from yolotui.runs.events import read_events
 from yolotui.runs.status import effective_state, read_status
 
 
@@ -38,7 +38,7 @@ def test_a_slurm_job_ended_from_outside_checkpoints_and_mirrors(tmp_path, monkey
     run_dir = tmp_path / "runs" / "job"
     job = str(read_status(run_dir).slurm["job_id"])
     try:
-        wait_for(lambda: any(e["type"] == "batch" for e in read_events(run_dir / "events.jsonl"))
+        wait_for(lambda: any(e["type"] == "batch" for e in run_events(run_dir))
                  if (run_dir / "events.jsonl").exists() else False, 180, "a first batch in the job")
         subprocess.run(["scancel", job], check=True, timeout=20)
         wait_for(lambda: effective_state(run_dir) == "interrupted", 90, "the run to be interrupted")

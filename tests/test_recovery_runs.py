@@ -16,7 +16,6 @@ import yaml
 from runs_helpers import reap_runs, wait_for  # noqa: F401 - reap_runs is an autouse fixture
 from trainkit import TEST_HYP_OVERRIDES, make_data, write_tiny_cfg
 
-from yolotui.runs.events import read_events
 from yolotui.runs.layout import ENDED_STATES
 from yolotui.runs.results import read_rows
 from yolotui.runs.runconfig import read_run_config
@@ -61,7 +60,9 @@ def wait_ended(run_dir: Path, timeout: float = 240) -> str:
 
 
 def events_of(run_dir: Path, kind: str) -> list[dict]:
-    return [e for e in read_events(run_dir / "events.jsonl") if e.get("type") == kind]
+    from runs_helpers import run_events
+
+    return [e for e in run_events(run_dir) if e.get("type") == kind]
 
 
 def test_oom_resumes_at_half_batch_with_double_accumulation(tmp_path, yolotui_cmd, env):

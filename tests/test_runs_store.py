@@ -12,7 +12,8 @@ import pytest
 
 from yolotui.errors import UserError
 from yolotui.runs import index
-from yolotui.runs.events import EventFollower, EventWriter, read_events
+from yolotui.runs.eventlog import EventFollower
+from yolotui.runs.events import EventWriter, read_events
 from yolotui.runs.status import RunStatus, read_status, write_status
 from yolotui.runs.store import check_writable, create_run_dir, validate_name
 

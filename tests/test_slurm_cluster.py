@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from runs_helpers import run_events
 from slurmkit import bring_up, cancel_quietly, release_requeued, squeue_state, wait_for
 from trainkit import assert_same_weights, load, make_data, make_run, start_trainer
 
@@ -210,7 +211,7 @@ def test_scancel_from_outside_leaves_it_interrupted_and_resumable(slurm_cluster,
     second = None
     try:
         wait_for(lambda: _started(run_dir), 120, "the trainer to start in the job")
-        wait_for(lambda: any(e["type"] == "batch" for e in read_events(run_dir / "events.jsonl")), 60,
+        wait_for(lambda: any(e["type"] == "batch" for e in run_events(run_dir)), 60,
                  "a first batch")
         subprocess.run(["scancel", job], check=True, timeout=20)
         wait_for(lambda: effective_state(run_dir) == "interrupted", 90, "the run to be interrupted")
@@ -239,7 +240,7 @@ def test_requeue_from_outside_counts_as_preempted_and_resumes(slurm_cluster, tmp
     job = None
     try:
         job = _submit(run_dir, time="10")
-        wait_for(lambda: any(e["type"] == "batch" for e in read_events(run_dir / "events.jsonl"))
+        wait_for(lambda: any(e["type"] == "batch" for e in run_events(run_dir))
                  if _started(run_dir) else False, 120, "the first batch in the job")
         subprocess.run(["scontrol", "requeue", job], check=True, timeout=20)
         wait_for(lambda: squeue_state(job)[0] == "PENDING", 60, "the requeued job to be pending")

@@ -88,11 +88,13 @@ def test_resume_cli_extends_a_finished_run(tmp_path, yolotui_cmd, env):
 @pytest.mark.slow
 def test_stop_then_train_resume_without_argument(tmp_path, yolotui_cmd, env):
     """`yolotui stop` (SIGTERM to the process group, loader workers included) -> stopped; `train --resume`."""
+    from runs_helpers import run_events
+
     from yolotui.runs.events import read_events
 
     run_dir, _ = _train(tmp_path, yolotui_cmd, env, "--workers", "1", "--batch", "2", "--epochs", "2")
     deadline = time.monotonic() + 120
-    while not any(e.get("type") == "batch" for e in read_events(run_dir / "events.jsonl")):
+    while not any(e.get("type") == "batch" for e in run_events(run_dir)):
         assert time.monotonic() < deadline and effective_state(run_dir) not in ENDED_STATES
         time.sleep(0.1)
     stop = subprocess.run([*yolotui_cmd, "stop", str(run_dir)], env=env, capture_output=True, text=True, timeout=90)

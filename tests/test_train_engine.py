@@ -9,7 +9,6 @@ import torch
 from trainkit import TINY_CFG, load, make_data, make_run
 
 from yolotui.engine.train.checkpoint import manifest_matches
-from yolotui.runs.events import read_events
 from yolotui.runs.results import HEADER, read_rows
 
 
@@ -130,7 +129,9 @@ def test_trainer_writes_results_events_and_checkpoints(tmp_path):
     rows = read_rows(run_dir / "results.csv")
     assert [int(r["epoch"]) for r in rows] == [0, 1]
 
-    events = read_events(run_dir / "events.jsonl")
+    from runs_helpers import run_events
+
+    events = run_events(run_dir)
     assert all({"ts", "type", "attempt"} <= e.keys() for e in events)
     kinds = [e["type"] for e in events]
     assert kinds[0] == "start" and kinds[-1] == "done" and kinds.count("epoch") == 2

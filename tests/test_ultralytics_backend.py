@@ -46,8 +46,9 @@ def ended(run_dir: Path) -> str | None:
 
 
 def events(run_dir: Path) -> list[dict]:
-    lines = (run_dir / "events.jsonl").read_text().splitlines() if (run_dir / "events.jsonl").exists() else []
-    return [json.loads(line) for line in lines if line.strip().endswith("}")]
+    from runs_helpers import run_events
+
+    return run_events(run_dir)
 
 
 def epochs_of(run_dir: Path) -> list[int]:

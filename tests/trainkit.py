@@ -94,12 +94,12 @@ def start_trainer(run_dir: Path, *extra: str, **env: str) -> subprocess.Popen:
 
 
 def wait_for_event(run_dir: Path, predicate, proc: subprocess.Popen, timeout: float = 180) -> dict:
-    """Poll events.jsonl until an event satisfies `predicate`; fail if the process ends first."""
-    from yolotui.runs.events import read_events
+    """Poll the run's events until one satisfies `predicate`; fail if the process ends first."""
+    from runs_helpers import run_events
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for event in read_events(Path(run_dir) / "events.jsonl"):
+        for event in run_events(run_dir):
             if predicate(event):
                 return event
         if proc.poll() is not None:

@@ -7,6 +7,9 @@ docs/architecture.md, "Backend interface"). One package per backend: engine/ (yo
 `get_backend(name)` returns the backend run.yaml's `backend` names. REGISTRY maps each name to "module:Class",
 imported only when asked for, so adding a backend is one line here (or a `register_backend` call) and never
 slows down `yolotui ls`.
+
+shimkit.py is what the trainer shims (official/shim.py, ultralytics/shim.py) share, loaded by path in the
+trainer's interpreter: messages, yolotui's events writer (runs/events.py), atomic writes, failure classes.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from yolotui import formatting
 from yolotui.runs import layout
-from yolotui.runs.events import EventFollower
+from yolotui.runs.eventlog import RunFollower
 from yolotui.runs.status import effective_state
 
 BAR_WIDTH = 24
@@ -98,7 +98,7 @@ def wait_for_last_mirror_copy(run_dir: Path, out: TextIO, max_s: float = MIRROR_
 def follow(run_dir: Path, out: TextIO = sys.stdout, interval: float = 0.5, from_start: bool = True) -> str:
     """Print the run's progress until it ends; Ctrl-C detaches. Returns the run's final (or current) state."""
     run_dir = Path(run_dir)
-    follower = EventFollower(run_dir / layout.EVENTS_JSONL)
+    follower = RunFollower(run_dir)
     if not from_start:
         follower.poll()
     state = effective_state(run_dir)

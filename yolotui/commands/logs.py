@@ -23,6 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--interval", type=float, default=0.25, help=argparse.SUPPRESS)
 
 
+READ_BYTES = 4 * 1024 * 1024  # one read of train.log: a long log is printed in pieces, never held whole
+EARLIER_BYTES = 2 * 1024 * 1024  # at most this much of train.1.log (what a cut kept: head and tail)
+
+
 def _tail_offset(path, lines: int) -> int:
     """The byte offset where the last `lines` lines of `path` start."""
     import os
@@ -61,20 +65,35 @@ def run(args: argparse.Namespace) -> int:
     offset = 0
     if args.tail is not None and path.exists():
         offset = _tail_offset(path, args.tail)
+    import os
+
     from yolotui.logtext import LogCleaner
+    from yolotui.runs.logcap import previous_path
 
     cleaner = None if args.raw else LogCleaner()
 
     def pump(final: bool = False) -> None:
+        """Print what was appended since the last call, in bounded reads; a cut log is read from its start."""
         nonlocal offset
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(offset)
-                data = handle.read()
-        except FileNotFoundError:
-            return
+        while True:
+            try:
+                with open(path, "rb") as handle:
+                    if os.fstat(handle.fileno()).st_size < offset:  # cut by the supervisor (runs/logcap.py)
+                        offset = 0
+                    handle.seek(offset)
+                    data = handle.read(READ_BYTES)
+            except FileNotFoundError:
+                return
+            more = len(data) == READ_BYTES
+            offset += emit(data, final and not more, more)
+            if not more:
+                return
+
+    def emit(data: bytes, final: bool, more: bool) -> int:
+        """Print `data` (whole lines unless `final`); returns the bytes consumed."""
         if cleaner is not None:  # whole lines only, each in its final state (see yolotui/logtext.py)
             end = len(data) if final else data.rfind(b"\n") + 1
+            end = end or (len(data) if more else 0)  # one line longer than a read: printed in pieces
             lines = data[:end].decode("utf-8", errors="replace").split("\n")
             shown = cleaner.feed(lines[:-1] if lines and lines[-1] == "" else lines)
             if final:
@@ -83,25 +102,30 @@ def run(args: argparse.Namespace) -> int:
             if shown:
                 out.write(("\n".join(shown) + "\n").encode("utf-8"))
                 out.flush()
-            offset += end
-            return
+            return end
         if data and args.level:  # --raw --level: whole lines, unchanged, filtered
             end = len(data) if final else data.rfind(b"\n") + 1
+            end = end or (len(data) if more else 0)  # one line longer than a read: printed in pieces
             kept = _at_level(data[:end].decode("utf-8", errors="replace").splitlines(keepends=True), args.level)
             out.write("".join(kept).encode("utf-8"))
             out.flush()
-            offset += end
-            return
+            return end
         if data:
             out.write(data)
             out.flush()  # BrokenPipeError (`yolotui logs RUN | head`) is caught in run()
-            offset += len(data)
+        return len(data)
 
     try:
+        if args.tail is None:  # the head and last lines of output the supervisor cut from train.log, if any
+            try:
+                with open(previous_path(path), "rb") as handle:
+                    earlier = handle.read(EARLIER_BYTES)  # head + tail (yolotui.runs.logcap)
+            except OSError:
+                earlier = b""
+            if earlier:
+                emit(earlier if earlier.endswith(b"\n") else earlier + b"\n", False, True)
         return _print_and_follow(run_dir, path, args, pump)
     except BrokenPipeError:
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 

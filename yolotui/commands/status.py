@@ -18,10 +18,11 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from yolotui.commands._runfmt import age, duration, epoch_text, table, when
-    from yolotui.runs.layout import EVENTS_JSONL, INTERRUPTED, LIVE_STATES
+    from yolotui.runs.eventlog import recent_events
+    from yolotui.runs.layout import INTERRUPTED, LIVE_STATES
     from yolotui.runs.resolve import resolve_run
     from yolotui.runs.status import elapsed_seconds, read_status_checked
-    from yolotui.runs.summary import summarize, tail_events
+    from yolotui.runs.summary import summarize
     from yolotui.supervisor.policy import describe_exit
 
     run_dir = resolve_run(args.run)
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         live = summary.state in LIVE_STATES
         ended = f", ended {when(status.ended)}" if status.ended and not live else ""
         lines.append(f"started    {when(status.started)}{ended}  (running time {duration(elapsed_seconds(status, now, live))})")
-        activity = _activity(tail_events(run_dir / EVENTS_JSONL, max_bytes=1 << 20), status, now)
+        activity = _activity(recent_events(run_dir, max_bytes=1 << 20), status, now)
         if activity:
             lines.append(f"updated    {activity}")
         if status.ended and (status.exit_code is not None or status.exit_signal is not None):

@@ -136,7 +136,7 @@ def _tail(path, keep: int) -> tuple[list[dict], int]:
 
 
 def _local(run_dir, as_json: bool, keep: int) -> int:
-    from yolotui.runs.events import EventFollower
+    from yolotui.runs.eventlog import RunFollower
     from yolotui.runs.layout import EVENTS_JSONL, LIVE_STATES
     from yolotui.runs.summary import summarize
 
@@ -146,7 +146,7 @@ def _local(run_dir, as_json: bool, keep: int) -> int:
     recent, offset = _tail(events_path, keep)
     for event in recent:
         _emit(event, as_json)
-    follower = EventFollower(events_path, offset)
+    follower = RunFollower(run_dir, offset, batch_tail=0)  # events.jsonl from `offset`, new batch events only
     selector = _stdin_selector()
     last_out = last_status = last_batch = time.monotonic()
     pending_batch = None

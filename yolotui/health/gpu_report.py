@@ -17,7 +17,7 @@ EVENT_TAIL_BYTES = 64 * 1024  # the last epoch event is within this much of the 
 def gpu_facts(run_dir: Path, status: Any) -> dict[str, Any] | None:
     """{'summary': the newest attempt's summary, 'lines': it in words, 'loop': the last epoch's loop timings,
     'verdicts': [...]}; None when the run has neither a GPU summary nor loop timings."""
-    from yolotui.runs.summary import tail_events
+    from yolotui.runs.eventlog import tail_events
 
     summary = latest(getattr(status, "gpu_summary", None))
     loop = last_loop(tail_events(Path(run_dir) / EVENTS_JSONL, max_bytes=EVENT_TAIL_BYTES))

@@ -120,7 +120,8 @@ def claim_run_dir(project: Path, name: str, exist_ok: bool, who: str) -> tuple[P
 
 
 # The files of one life of a run folder: a reused folder (--exist-ok) starts without them.
-PREVIOUS_FILES = ("status.json", "events.jsonl", "results.csv", "train.log", "supervisor.log", "stop.request")
+PREVIOUS_FILES = ("status.json", "events.jsonl", "batches.jsonl", "batches.1.jsonl", "results.csv", "train.log",
+                  "train.1.log", "supervisor.log", "supervisor.1.log", "stop.request")
 
 
 def set_aside_previous(run_dir: Path) -> Path | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from yolotui.runs import index
 from yolotui.runs.atomic import read_json
-from yolotui.runs.events import Event, parse_lines
+from yolotui.runs.events import BATCHES_FILE, BATCHES_PREVIOUS
 from yolotui.runs.layout import (
     BEST_PT,
     EVENTS_JSONL,
@@ -85,21 +85,6 @@ class RunSummary:
         return f"RunSummary({fields})"
 
 
-def tail_events(path: Path, max_bytes: int = TAIL_BYTES) -> list[Event]:
-    """The complete events in the last `max_bytes` of an events file (the first partial line dropped)."""
-    try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            start = max(0, size - max_bytes)
-            handle.seek(start)
-            data = handle.read()
-    except OSError:
-        return []
-    if start > 0:
-        data = data[data.find(b"\n") + 1 :]
-    return parse_lines(data)[0]
-
-
 MAP_KEY = "metrics/mAP_0.5:0.95"
 
 
@@ -138,7 +123,7 @@ def results_facts(path: Path) -> tuple[int | None, float | None]:
 
 def last_epochs(path: Path) -> tuple[int | None, bool]:
     """(planned epochs from the newest event that says, whether a `done` event came after it)."""
-    event, done = newest_progress(path)
+    event, done = newest_run_progress(os.path.dirname(os.fspath(path)) or ".")
     return (_int(event.get("epochs")) if event else None), done
 
 
@@ -187,6 +172,31 @@ def newest_progress(path: Path) -> tuple[dict | None, bool]:
                 block *= 4
     except OSError:
         return None, False
+
+
+def newest_run_progress(folder: str) -> tuple[dict | None, bool]:
+    """newest_progress over both streams: the newer of the batch stream's newest event and events.jsonl's
+    (an old folder has only the latter); `done` from events.jsonl."""
+    event, done = newest_progress(os.path.join(folder, EVENTS_JSONL))
+    batch = newest_progress(os.path.join(folder, BATCHES_FILE))[0] or \
+        newest_progress(os.path.join(folder, BATCHES_PREVIOUS))[0]
+    if batch is None or (event is not None and (_ts(event), _reach(event)) > (_ts(batch), _reach(batch))):
+        return event, done
+    return batch, done  # the newer (written in the same millisecond: the one further on)
+
+
+def _reach(event: dict) -> int:
+    """How far an event says the run is, for two written in the same millisecond: epochs done (a batch event
+    of 0-based epoch k: k; an epoch event of k: k + 1), -1 for any other."""
+    at = _int(event.get("epoch"))
+    if at is None:
+        return -1
+    return at + 1 if event.get("type") == "epoch" else at
+
+
+def _ts(event: dict) -> float:
+    ts = event.get("ts")
+    return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else 0.0
 
 
 def derived_state(run_dir: str | Path, recorded: str | None, slurm_job: str | None = None, *,
@@ -243,7 +253,7 @@ def _summarize(folder: str, name: str | None) -> tuple[RunSummary, str | None, f
     if problem is not None:
         summary.message = problem
     summary.epoch, summary.best_map = results_facts(os.path.join(folder, RESULTS_CSV))
-    event, done = newest_progress(os.path.join(folder, EVENTS_JSONL))
+    event, done = newest_run_progress(folder)
     _apply_progress(summary, event, done)
     mtime = _checkpoint_mtime(folder)
     if mtime is not None:

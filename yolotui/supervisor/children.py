@@ -11,15 +11,18 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from yolotui import procs
 from yolotui.logconfig import log
 from yolotui.runs.atomic import open_append
 from yolotui.runs.layout import TRAIN_LOG
+from yolotui.runs.logcap import cap_run_logs, previous_path
 
 POLL_S = 0.1
 WATCH_INTERVAL_S = 0.5  # how often the stall watchdog looks
+LOG_CAP_INTERVAL_S = 10.0  # how often train.log and supervisor.log are held to their caps (yolotui.runs.logcap)
 LEFTOVER_GRACE_S = 5.0  # how long processes left in the group after the trainer exits get before SIGKILL
 
 _PR_SET_PDEATHSIG = 1
@@ -90,7 +93,7 @@ class TrainerChildren:
 
     def wait_for_trainer(self) -> None:
         """Poll until the trainer exits, acting on stop requests as they come, watching for stalls."""
-        next_watch = 0.0
+        next_watch = next_cap = 0.0
         while self.trainer_wait_status is None:
             self.note_stray_signals()
             self.tick()
@@ -100,6 +103,10 @@ class TrainerChildren:
             if self.trainer_wait_status is None and time.monotonic() >= next_watch:
                 next_watch = time.monotonic() + WATCH_INTERVAL_S
                 self.watch_step()
+            if time.monotonic() >= next_cap:
+                next_cap = time.monotonic() + LOG_CAP_INTERVAL_S
+                for name in cap_run_logs(self.run_dir):
+                    log(f"{name} passed its cap: its head and last lines kept in {previous_path(Path(name)).name}")
             if self.trainer_wait_status is None:
                 time.sleep(POLL_S)
 

@@ -14,8 +14,8 @@ import os
 import time
 from pathlib import Path
 
-from yolotui.runs.layout import EVENTS_JSONL, WEIGHTS_DIR
-from yolotui.runs.summary import tail_events
+from yolotui.runs.eventlog import recent_events
+from yolotui.runs.layout import WEIGHTS_DIR
 
 STEP_FACTOR = 3.0  # the step under way, plus slack for a loaded machine
 CKPT_FACTOR = 2.0
@@ -25,7 +25,7 @@ WRITE_QUIET_S = 10.0  # a temporary checkpoint file untouched this long is not b
 
 def measured_times(run_dir: Path, attempt: int | None = None) -> tuple[float, float]:
     """(longest seconds per step, longest checkpoint write) seen in the attempt's recent events; 0 if unknown."""
-    events = tail_events(Path(run_dir) / EVENTS_JSONL, max_bytes=256 * 1024)
+    events = recent_events(run_dir, max_bytes=256 * 1024)
     if attempt is not None:
         events = [e for e in events if e.get("attempt", attempt) == attempt]
     step_s = ckpt_s = 0.0

@@ -6,7 +6,6 @@ yolotui.supervisor.process.Supervisor.
 
 from __future__ import annotations
 
-import os
 import signal
 import time
 from pathlib import Path
@@ -94,11 +93,7 @@ class AttemptOutcome:
 
 
 def _tail_text(path: Path, offset: int, limit: int = 16384) -> str:
-    """The last `limit` bytes of `path` written after `offset`, as text."""
-    try:
-        with open(path, "rb") as handle:
-            end = handle.seek(0, os.SEEK_END)
-            handle.seek(max(offset, end - limit))
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+    """The last `limit` bytes of `path` written after `offset`, as text (across a cut of the log)."""
+    from yolotui.runs.logcap import tail_text
+
+    return tail_text(path, offset, limit)

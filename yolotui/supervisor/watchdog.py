@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from yolotui.runs.events import EventFollower
+from yolotui.runs.eventlog import RunFollower
 
 FINAL_EVENTS = frozenset({"done", "stop", "error"})  # after these the trainer is on its way out
 
@@ -113,7 +113,8 @@ class StallWatch:
     def __init__(self, settings: WatchdogSettings, events_path: Path, events_offset: int, log_path: Path,
                  log_offset: int, uses_events: bool, save_signal: bool) -> None:
         self.settings = settings
-        self.follower = EventFollower(events_path, offset=events_offset)
+        # both streams, from where this attempt begins (the batch stream from its end now)
+        self.follower = RunFollower(Path(events_path).parent, offset=events_offset, batch_tail=0)
         self.log_path = Path(log_path)
         self.log_size = log_offset
         self.uses_events = uses_events

@@ -13,8 +13,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from yolotui.runs.eventlog import recent_events
 from yolotui.runs.layout import EVENTS_JSONL, LIVE_STATES, RESULTS_CSV, STATUS_JSON
-from yolotui.runs.summary import RunSummary, tail_events
+from yolotui.runs.summary import RunSummary
 from yolotui.tui.sources import CheckpointFacts
 
 RESULTS_TAIL_BYTES = 16 * 1024  # ~50 rows of the official 20-wide format: enough for a trend and mini charts
@@ -182,7 +183,7 @@ class ExtrasReader:
         elif cached is not None:
             extras.backend = cached[1].backend
         extras.map_trend = map_trend(tail_results(folder / RESULTS_CSV))
-        events = tail_events(folder / EVENTS_JSONL, EVENTS_TAIL_BYTES) if summary.state in LIVE_STATES else []
+        events = recent_events(folder, EVENTS_TAIL_BYTES) if summary.state in LIVE_STATES else []
         extras.fraction, extras.eta_s = progress(summary, events)
         self._cache[summary.path] = (key, extras)
         return extras

@@ -1,7 +1,7 @@
 """Rebuild everything the dashboard shows from a run directory, incrementally (no Textual here).
 
 `RunReader.refresh()` is called from a thread worker; it reads only what was appended since the last call
-(events through EventFollower, train.log from its last offset) and re-reads results.csv, status.json and the
+(events through RunFollower: every epoch, the newest batches, train.log from its last offset) and re-reads results.csv, status.json and the
 checkpoints only when they changed. It returns a `RunView`, a plain snapshot that the UI renders.
 """
 
@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.logtext import LogCleaner
-from yolotui.runs.events import Event, EventFollower
+from yolotui.runs.eventlog import RunFollower
+from yolotui.runs.events import Event
 from yolotui.runs.layout import (
     BEST_PT,
-    EVENTS_JSONL,
     LAST_PT,
     RESULTS_CSV,
     STATUS_JSON,
@@ -133,7 +133,7 @@ class RunReader:
     def __init__(self, run_dir: Path, name: str | None = None) -> None:
         self.run_dir = Path(run_dir)
         self.name = name
-        self.events = EventFollower(self.run_dir / EVENTS_JSONL)
+        self.events = RunFollower(self.run_dir)
         self._event_points: dict[int, EpochPoint] = {}
         self._epoch_seconds: list[float] = []
         self._results_key: tuple[int, int] | None = None
@@ -189,17 +189,13 @@ class RunReader:
 
     # -- events -------------------------------------------------------------------------------------------
     def _read_events(self, view: RunView) -> None:
-        path = self.events.path
-        try:
-            stat = path.stat()
-            if stat.st_size < self.events.offset:  # truncated by a resume: rebuild from the start
-                self._event_points.clear()
-                self._epoch_seconds.clear()
-                self._wall_mark = None
-                view.finished_epochs = 0
-        except OSError:
-            pass
-        for event in self.events.poll():
+        events = self.events.poll()
+        if self.events.reset:  # events.jsonl rewound by a resume: rebuilt from its start
+            self._event_points.clear()
+            self._epoch_seconds.clear()
+            self._wall_mark = None
+            view.finished_epochs = 0
+        for event in events:
             try:
                 self._apply(view, event)
             except (TypeError, ValueError, KeyError, AttributeError):
@@ -321,7 +317,9 @@ class RunReader:
         try:
             with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
-                if self._log_offset is None or stat.st_ino != self._log_inode or stat.st_size < self._log_offset:
+                if self._log_offset is not None and stat.st_ino == self._log_inode and stat.st_size < self._log_offset:
+                    self._log_offset = 0  # cut by the supervisor (runs/logcap.py): the lines shown stay
+                if self._log_offset is None or stat.st_ino != self._log_inode:
                     start = max(0, stat.st_size - LOG_TAIL_BYTES)
                     self._log_lines.clear()
                     self._log_cleaner = LogCleaner()

@@ -33,10 +33,22 @@ import runpy
 import sys
 import traceback
 
-if __package__:  # imported as part of yolotui (its tests)
-    from .shim_report import SHIM_PREFIX, Reporter, say
-else:  # run by path in the trainer's interpreter: the sibling file, never the yolotui package
-    from shim_report import SHIM_PREFIX, Reporter, say
+
+def _kit():
+    """yolotui's shim kit (../shimkit.py), loaded by path: this file runs without yolotui on sys.path."""
+    import importlib.util
+
+    if "yolotui_shimkit" not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "shimkit.py")
+        spec = importlib.util.spec_from_file_location("yolotui_shimkit", path)
+        sys.modules["yolotui_shimkit"] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return sys.modules["yolotui_shimkit"]
+
+
+kit = _kit()
+_report = kit.load_beside(__file__, "shim_report")
+SHIM_PREFIX, Reporter, say, classify = kit.SHIM_PREFIX, _report.Reporter, kit.say, kit.classify
 
 
 COMPLETED_RE = re.compile(r"(\d+) epochs completed in ([\d.]+) hours")
@@ -185,29 +197,6 @@ def watch_logger(reporter):
     logger = getattr(general, "LOGGER", None)
     if isinstance(logger, logging.Logger):
         logger.addFilter(CompletionWatch(reporter))
-
-
-# ---------------------------------------------------------------------------------------- failure classes
-
-def classify(exc, text):
-    """oom, comm, data, nan, disk or crash, from the exception and its traceback text."""
-    name = type(exc).__name__
-    lowered = text.lower()
-    host = any(word in lowered for word in ("defaultcpuallocator", "alloc_cpu", "cannot allocate memory"))
-    device = any(word in lowered for word in ("cuda", "cudnn", "cublas", "gpu", "hip", "mps"))
-    if not host and ("out of memory" in lowered or (name == "OutOfMemoryError" and device)):
-        return "oom"  # accelerator memory only: a host (CPU) allocation failure is a crash, as yolotui classes it
-    if "no space left on device" in lowered or "disk quota exceeded" in lowered:
-        return "disk"
-    if name in ("ConnectionResetError", "DistBackendError", "DistNetworkError") or "NCCL" in text:
-        return "comm"
-    last = text.strip().splitlines()[-1] if text.strip() else ""
-    if name in ("FileNotFoundError",) or any(marker in last for marker in (
-            "File not found", "Dataset not found", "No labels found", "does not exist", "No such file")):
-        return "data"  # a configuration error: retrying cannot help
-    if "nan" in text.lower() and "loss" in text.lower():
-        return "nan"
-    return "crash"
 
 
 def parse_args(argv):

@@ -1,60 +1,22 @@
 """The official shim's reporter: yolotui events (start, batch, epoch, checkpoint, done, error) from the official
 trainer's own values, written to RUN/events.jsonl, and the drop of a resumed epoch's rows and events.
 
-Part of the shim (shim.py, run by path in the trainer's interpreter): standard library only, Python >= 3.8,
-never imports yolotui. Its values come from the `train()` frame that runs each official Callbacks hook.
+Part of the shim (shim.py, run by path in the trainer's interpreter, loads it through the shim kit): standard
+library only, Python >= 3.8, never imports yolotui there; the events, atomic writes and rewinds are the kit's
+(yolotui/backends/shimkit.py). Its values come from the `train()` frame that runs each official Callbacks hook.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
+import importlib
 import os
 import sys
 import time
 
+# The kit shim.py loaded by path (it runs without yolotui); in yolotui's own process (its tests), the package's.
+kit = sys.modules.get("yolotui_shimkit") or importlib.import_module("yolotui.backends.shimkit")
+SHIM_PREFIX, say, Events, sha256_of = kit.SHIM_PREFIX, kit.say, kit.Events, kit.sha256_of
 BATCH_EVENT_INTERVAL_S = 0.5
-NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # run files are never written through a symlink (as yolotui.runs.atomic)
-SHIM_PREFIX = "yolotui shim:"
-
-
-def say(message):
-    """A line for train.log (the trainer's stdout), marked as the shim's."""
-    print("%s %s" % (SHIM_PREFIX, message), flush=True)
-
-
-class Events:
-    """Appends yolotui events to RUN/events.jsonl, one whole line per write."""
-
-    def __init__(self, path, attempt):
-        self.path = path
-        self.attempt = attempt
-
-    def emit(self, type_, **fields):
-        event = {"ts": round(time.time(), 3), "type": type_, "attempt": self.attempt}
-        event.update(fields)
-        line = json.dumps(event, default=_plain, separators=(",", ":")) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NOFOLLOW, 0o644)  # never via a link
-        try:
-            os.write(fd, line.encode("utf-8"))
-        finally:
-            os.close(fd)
-
-
-def _plain(value):
-    item = getattr(value, "item", None)
-    if callable(item):
-        try:
-            return item()
-        except (TypeError, ValueError):
-            pass
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist):
-        try:
-            return tolist()
-        except (TypeError, ValueError):
-            pass
-    return str(value)
 
 
 def _float(value):
@@ -67,80 +29,19 @@ def _float(value):
             return None
 
 
-def _atomic_write(path, text):
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    try:
-        os.unlink(tmp)  # a leftover (or a planted link) of an earlier process with this pid
-    except OSError:
-        pass
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
 def drop_results_from(path, epoch):
     """Rewrite results.csv without rows of `epoch` and later (the header and earlier rows kept as written)."""
-    try:
-        with open(path) as handle:
-            text = handle.read()
-    except OSError:
-        return 0
-    lines = text.splitlines(True)
-    if not lines:
-        return 0
-    kept, dropped = [lines[0]], 0
-    for line in lines[1:]:
-        first = line.split(",", 1)[0].strip()
-        try:
-            later = float(first) >= epoch
-        except ValueError:
-            later = True  # a torn or unreadable row
-        if later or not line.endswith("\n"):
-            dropped += 1
-        else:
-            kept.append(line)
-    if dropped:
-        _atomic_write(path, "".join(kept))
-    return dropped
+    return kit.drop_rows(path, lambda at: at >= epoch)
 
 
 def drop_events_from(path, epoch):
-    """Rewrite events.jsonl without batch/epoch/checkpoint/done events of `epoch` and later."""
-    try:
-        with open(path) as handle:
-            lines = handle.read().splitlines(True)
-    except OSError:
-        return 0
-    kept, dropped = [], 0
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            dropped += 1
-            continue
+    """Drop batch/epoch events of `epoch` and later, checkpoints past it and done events (a bounded rewind)."""
+    def later(event):
         kind = event.get("type")
-        try:
-            at = int(event.get("epoch", 0) or 0)
-        except (TypeError, ValueError):
-            at = 0
-        if kind in ("batch", "epoch") and at >= epoch or kind == "checkpoint" and at > epoch or kind == "done":
-            dropped += 1
-            continue
-        kept.append(line if line.endswith("\n") else line + "\n")
-    if dropped:
-        _atomic_write(path, "".join(kept))
-    return dropped
+        at = int(event.get("epoch", 0) or 0)
+        return kind in ("batch", "epoch") and at >= epoch or kind == "checkpoint" and at > epoch or kind == "done"
 
-
-def sha256_of(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return kit.drop_events(path, later)
 
 
 def train_locals():

@@ -9,9 +9,8 @@ job:
   Python script that calls `YOLO(...).train`) is told apart from any other command;
 - launch.py: the supervised argv, the run folder (= ultralytics' save_dir, recorded in run.yaml as
   `ultralytics.save_dir`), the resume entries, the epochs rewrite that extends a run;
-- shim.py: the in-process shim (standard library only in yolotui's part), with shim_files.py (events.jsonl
-  appends, atomic replaces, what a resume drops), shim_hooks.py (the Reporter on ultralytics' callbacks) and
-  shim_safety.py (the pickled globals a checkpoint may name, the failure classes, injected faults);
+- shim.py: the in-process shim (standard library only in yolotui's part), with shim_files.py, shim_hooks.py and
+  shim_safety.py beside it, all loaded by path through the shim kit (yolotui/backends/shimkit.py);
 - checkpoint.py: torch-free verdicts (resume_usable for the supervisor, extend_source);
 - remedies.py: what each failure class's remedy means here.
 

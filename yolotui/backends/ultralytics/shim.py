@@ -48,28 +48,27 @@ import sys
 import traceback
 
 
-def _sibling(name):
-    """The module `name`.py beside this file, loaded by path (this file runs without yolotui on sys.path)."""
+def _kit():
+    """yolotui's shim kit (../shimkit.py), loaded by path: this file runs without yolotui on sys.path."""
     import importlib.util
 
-    key = "yolotui_ultralytics_" + name
-    if key not in sys.modules:
-        spec = importlib.util.spec_from_file_location(key, os.path.join(os.path.dirname(os.path.realpath(__file__)),
-                                                                        name + ".py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[key] = module
+    if "yolotui_shimkit" not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "shimkit.py")
+        spec = importlib.util.spec_from_file_location("yolotui_shimkit", path)
+        sys.modules["yolotui_shimkit"] = module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    return sys.modules[key]
+    return sys.modules["yolotui_shimkit"]
 
 
-_files, _safety = _sibling("shim_files"), _sibling("shim_safety")
-SHIM_PREFIX, say, Events, Discard = _files.SHIM_PREFIX, _files.say, _files.Events, _files.Discard
-atomic_write, atomic_path_class, fsync_dir = _files.atomic_write, _files.atomic_path_class, _files.fsync_dir
-drop_results_after, drop_events_from, sha256_of = _files.drop_results_after, _files.drop_events_from, _files.sha256_of
-to_float = _files.to_float
-allowed_global, install_load_policy, classify = _safety.allowed_global, _safety.install_load_policy, _safety.classify
+kit = _kit()
+_files, _safety = kit.load_beside(__file__, "shim_files"), kit.load_beside(__file__, "shim_safety")
+SHIM_PREFIX, say, Events, Discard = kit.SHIM_PREFIX, kit.say, kit.Events, _files.Discard
+atomic_write, atomic_path_class, fsync_dir = kit.atomic_write, _files.atomic_path_class, kit.fsync_dir
+drop_results_after, drop_events_from, sha256_of = _files.drop_results_after, _files.drop_events_from, kit.sha256_of
+to_float, classify = kit.to_float, kit.classify
+allowed_global, install_load_policy = _safety.allowed_global, _safety.install_load_policy
 parse_faults, raise_fault = _safety.parse_faults, _safety.raise_fault
-_hooks = _sibling("shim_hooks")  # after shim_files and shim_safety: it takes their names
+_hooks = kit.load_beside(__file__, "shim_hooks")
 Reporter, StopTraining, register, patch_trainer = _hooks.Reporter, _hooks.StopTraining, _hooks.register, _hooks.patch_trainer
 UNSTRIPPED = _hooks.UNSTRIPPED
 

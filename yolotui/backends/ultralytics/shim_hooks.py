@@ -8,6 +8,7 @@ part, never imports yolotui; loaded by path by shim.py after its siblings.
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -17,17 +18,14 @@ BATCH_EVENT_INTERVAL_S = 0.5
 UNSTRIPPED = "last.unstripped.pt"
 
 
-def _loaded(name):
-    """A sibling module that shim.py loaded by path before this one (see shim._sibling)."""
-    return sys.modules["yolotui_ultralytics_" + name]
-
-
-_files, _safety = _loaded("shim_files"), _loaded("shim_safety")
-SHIM_PREFIX, say, Events, Discard = _files.SHIM_PREFIX, _files.say, _files.Events, _files.Discard
-atomic_write, atomic_path_class, fsync_dir = _files.atomic_write, _files.atomic_path_class, _files.fsync_dir
-drop_results_after, drop_events_from, sha256_of = _files.drop_results_after, _files.drop_events_from, _files.sha256_of
-to_float = _files.to_float
-classify, parse_faults, raise_fault = _safety.classify, _safety.parse_faults, _safety.raise_fault
+# The kit shim.py loaded by path (it runs without yolotui); in yolotui's own process (its tests), the package's.
+kit = sys.modules.get("yolotui_shimkit") or importlib.import_module("yolotui.backends.shimkit")
+_files, _safety = kit.load_beside(__file__, "shim_files"), kit.load_beside(__file__, "shim_safety")
+SHIM_PREFIX, say, Events, Discard = kit.SHIM_PREFIX, kit.say, kit.Events, _files.Discard
+atomic_write, atomic_path_class, fsync_dir = kit.atomic_write, _files.atomic_path_class, kit.fsync_dir
+drop_results_after, drop_events_from, sha256_of = _files.drop_results_after, _files.drop_events_from, kit.sha256_of
+to_float, classify = kit.to_float, kit.classify
+parse_faults, raise_fault = _safety.parse_faults, _safety.raise_fault
 
 
 class StopTraining(BaseException):

@@ -1,22 +1,20 @@
-"""The ultralytics shim's safety rules: which pickled globals a checkpoint may name, the failure classes, and
-the injected faults (testing aids). Standard library only; loaded by path by shim.py.
+"""The ultralytics shim's safety rules: which pickled globals a checkpoint may name and the injected faults
+(testing aids); the failure classes are the shim kit's. Standard library only; loaded by path by shim.py.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import sys
 
-SHIM_PREFIX = "yolotui shim:"
+# The kit shim.py loaded by path (it runs without yolotui); in yolotui's own process (its tests), the package's.
+kit = sys.modules.get("yolotui_shimkit") or importlib.import_module("yolotui.backends.shimkit")
+SHIM_PREFIX, say = kit.SHIM_PREFIX, kit.say
 ALLOWED_EXTRA = ("types.SimpleNamespace", "argparse.Namespace", "pathlib.PosixPath", "pathlib.WindowsPath",
                  "pathlib.Path", "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
                  "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.ndarray", "numpy.dtype")
-
-
-def say(message):
-    """A line for train.log, marked as the shim's."""
-    print("%s %s" % (SHIM_PREFIX, message), flush=True)
 
 
 def allowed_global(name):
@@ -95,23 +93,3 @@ def raise_fault(kind):
     if kind == "nan":
         raise RuntimeError("Training failed: NaN persisted for 4 epochs (injected by yolotui's shim: YOLOTUI_FAULT)")
     raise RuntimeError("crash injected by yolotui's shim (YOLOTUI_FAULT)")
-
-
-def classify(exc, text):
-    """oom, comm, data, nan, disk or crash, from the exception and its traceback text."""
-    name = type(exc).__name__
-    lowered = text.lower()
-    host = any(word in lowered for word in ("defaultcpuallocator", "alloc_cpu", "cannot allocate memory"))
-    if not host and ("out of memory" in lowered or "cublas_status_alloc_failed" in lowered
-                     or name == "OutOfMemoryError"):
-        return "oom"
-    if "no space left on device" in lowered or "disk quota exceeded" in lowered:
-        return "disk"
-    if name in ("ConnectionResetError", "DistBackendError", "DistNetworkError") or "NCCL" in text:
-        return "comm"
-    message = str(exc)
-    if "NaN persisted" in message or "NaN/Inf" in message:
-        return "nan"
-    if name == "FileNotFoundError" or ("Dataset" in message and "error" in message) or "does not exist" in message:
-        return "data"
-    return "crash"

@@ -252,10 +252,9 @@ def earlier_epochs(events_path: Path, before: int) -> list[dict[str, Any]]:
     """The run's `epoch` events for epochs < `before` (the trainer has already dropped later ones on resume)."""
     if before <= 0:
         return []
-    from yolotui.runs.events import read_events
+    from yolotui.runs.eventlog import epoch_events
 
-    return [e for e in read_events(events_path)
-            if e.get("type") == "epoch" and isinstance(e.get("epoch"), int) and e["epoch"] < before]
+    return epoch_events(events_path, before)
 
 
 def open_trackers(trainer: Any) -> TrackerHub | NoTrackers:

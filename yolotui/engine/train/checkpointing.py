@@ -16,7 +16,7 @@ from yolotui.engine.train import checkpoint as ckpt_io
 from yolotui.engine.train.ema import unwrap
 from yolotui.engine.train.schedule import LrPlan
 from yolotui.runs import layout
-from yolotui.runs.events import read_events
+from yolotui.runs.events import rewind_run
 from yolotui.runs.results import truncate_after
 
 
@@ -57,12 +57,9 @@ def _plain_opt(opt: dict[str, Any]) -> dict[str, Any]:
 
 
 def drop_events_after(path: Path, epoch: int, step: int) -> int:
-    """Rewrite events.jsonl without batch/epoch/checkpoint/done events past position (epoch, step); count dropped."""
-    from yolotui.runs.atomic import atomic_write_text
+    """Drop batch/epoch/checkpoint/done events past position (epoch, step) from the run's streams; count dropped.
 
-    events = read_events(path)
-    if not events:
-        return 0
+    Reads and rewrites only the streams' tails past the checkpoint (yolotui.runs.events.rewind_run)."""
     position = (epoch, step)
 
     def later(event: dict[str, Any]) -> bool:
@@ -75,13 +72,7 @@ def drop_events_after(path: Path, epoch: int, step: int) -> int:
             return (int(event.get("epoch", 0)), int(event.get("step", 0))) > position
         return kind == "done"
 
-    kept = [e for e in events if not later(e)]
-    if len(kept) == len(events):
-        return 0
-    import json
-
-    atomic_write_text(path, "".join(json.dumps(e, separators=(",", ":")) + "\n" for e in kept))
-    return len(events) - len(kept)
+    return rewind_run(path, later)
 
 
 class TrainerCheckpoints:
