@@ -5,13 +5,14 @@ and with every backend."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from fake_nvml import FakeNVML, scenario
 from tui_fixtures import FIXED_NOW, FixtureRun, make_run
 
 from yolotui.runs.atomic import atomic_write_json
-from yolotui.runs.layout import EVENTS_JSONL
+from yolotui.runs.events import BATCHES_FILE
 from yolotui.runs.status import read_status, status_path
 from yolotui.telemetry.gpu import GpuSampler
 
@@ -60,8 +61,10 @@ def _adjust(run_dir: Path, state: str, epochs: int, done: int, backend: str, ext
     atomic_write_json(status_path(run_dir), status.to_dict())
     if state != "running":
         return
-    with open(run_dir / EVENTS_JSONL, "a") as handle:
-        for batch, ts in ((10, FIXED_NOW - 90), (40, FIXED_NOW - 30)):
+    # the batch stream, after the events make_run wrote (their stamps are this machine's clock)
+    later = time.time() + 1
+    with open(run_dir / BATCHES_FILE, "a") as handle:
+        for batch, ts in ((10, later), (40, later + 60)):
             handle.write(json.dumps({"ts": ts, "type": "batch", "attempt": 1, "epoch": done, "epochs": epochs,
                                      "batch": batch, "batches": 100, "imgs_per_s": 210.0}) + "\n")
 
