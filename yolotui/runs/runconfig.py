@@ -33,10 +33,14 @@ def run_yaml_path(run_dir: Path) -> Path:
     return Path(run_dir) / RUN_YAML
 
 
-def write_run_config(run_dir: Path, config: dict[str, Any]) -> None:
-    """Atomically write run.yaml."""
+def write_run_config(run_dir: Path, config: dict[str, Any], trusted: bool = True) -> None:
+    """Atomically write run.yaml, sealed as this user's (yolotui.runs.trust) unless `trusted` is False
+    (a restored folder's command is the mirror's, not ours)."""
     import yaml
 
+    from yolotui.runs.trust import sealed
+
+    config = sealed(config, trusted)
     text = yaml.safe_dump(config, sort_keys=False, default_flow_style=False, allow_unicode=True)
     atomic_write_text(run_yaml_path(run_dir), text)
 

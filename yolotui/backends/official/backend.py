@@ -8,9 +8,8 @@ train_triple.py), run under yolotui's supervisor through the stdlib shim (yolotu
   there (`--project PARENT --name NAME --exist-ok`), so the official save_dir IS the run folder: results.csv,
   opt.yaml, hyp.yaml and weights/ land where every yolotui reader looks.
 - run.yaml records `backend: official` and `official: {repo, script, python, save_dir, args}`, plus
-  `resume_args: [--resume, RUN/weights/last.pt]`, `resume_if_usable: RUN/weights/last.pt` and `resume_check`
-  (this module's `resume_usable`, named in run.yaml so the supervisor's package imports neither backends nor
-  health): every retry, `yolotui resume RUN`, `resume --interrupted` and the resume wizard add `--resume
+  `resume_args: [--resume, RUN/weights/last.pt]`, `resume_if_usable: RUN/weights/last.pt`; the supervisor asks this backend
+  (`resume_usable`) before it adds them: every retry, `yolotui resume RUN`, `resume --interrupted` and the resume wizard add `--resume
   last.pt` when that file is a resumable checkpoint (yolotui's scan), and rerun the original command otherwise.
 - Resume semantics are the official ones: the official `--resume` reads RUN/opt.yaml, so changes for a resumed
   attempt (the OOM remedy's batch, `resume --epochs N` extending a finished run) are written there, with the
@@ -38,6 +37,7 @@ from yolotui.backends.base import (
     REMEDY_WORKERS,
     Backend,
     Capabilities,
+    ChoiceRules,
     CommandRequest,
     LaunchSpec,
     RunOutputs,
@@ -173,7 +173,7 @@ def trainer_command(cmd: OfficialCommand, run_dir: Path, args: list[str]) -> lis
 def resume_settings(run_dir: Path) -> dict[str, Any]:
     """run.yaml's resume entries: `--resume RUN/weights/last.pt` when that checkpoint is resumable."""
     last = layout.weights_dir(Path(run_dir)) / layout.LAST_PT
-    return {"resume_args": ["--resume", str(last)], "resume_if_usable": str(last), "resume_check": RESUME_CHECK}
+    return {"resume_args": ["--resume", str(last)], "resume_if_usable": str(last)}
 
 
 # ------------------------------------------------------------------------------------------ run folders
@@ -217,7 +217,7 @@ def python_for(explicit: str | None, recognised: OfficialCommand | None = None) 
 def resume_usable(run_config: dict[str, Any]) -> bool:
     """Whether run.yaml's `resume_if_usable` checkpoint is resumable by yolotui's scan (the doctor's verdict),
     against the plan in opt.yaml beside it (what the official --resume reads). The supervisor calls this through
-    run.yaml's `resume_check` before adding `--resume RUN/weights/last.pt` (yolotui/supervisor/policy.py)."""
+    the backend (Backend.resume_usable) before adding `--resume RUN/weights/last.pt` (yolotui/supervisor/policy.py)."""
     from yolotui.health.verdict import RESUMABLE, diagnose_checkpoint
 
     path = run_config.get("resume_if_usable")
@@ -231,8 +231,6 @@ def resume_usable(run_config: dict[str, Any]) -> bool:
         total = None
     return diagnose_checkpoint(path, total_epochs=total, find_fallback=False).verdict == RESUMABLE
 
-
-RESUME_CHECK = "yolotui.backends.official.backend:resume_usable"
 
 
 class OfficialBackend(Backend):
@@ -253,6 +251,71 @@ class OfficialBackend(Backend):
                               "save_dir": str(run_dir), "args": list(cmd.args)},
                  **resume_settings(run_dir)}
         return LaunchSpec(command=trainer_command(cmd, run_dir, list(cmd.args)), extra=extra)
+
+    passes_unknown_args = True  # `yolotui train --backend official`: the script's own flags pass through
+
+    def cannot(self, capability: str) -> str | None:
+        """CANNOT above."""
+        return CANNOT.get(capability)
+
+    def check_resume_options(self, run_dir: Path, options: Any) -> None:
+        """The official --resume takes weights/last.pt only, on this machine."""
+        if options.from_ckpt or any((options.layout or {}).values()):
+            raise UserError("an official run resumes from its weights/last.pt with the official --resume; "
+                            "--from and the process-layout flags do not apply to it")
+        if options.slurm is not None:
+            raise UserError("--slurm does not go with an official-backend run yet; resume it here")
+
+    def prepare_resume(self, run_dir: Path, options: Any) -> Any:
+        """The official resume plan (yolotui/backends/official/resume.py)."""
+        from yolotui.backends.official.resume import prepare_resume
+
+        return prepare_resume(run_dir, options)
+
+    def resume_usable(self, run_config: dict[str, Any]) -> bool:
+        """`resume_usable` above: the official --resume only from a resumable last.pt."""
+        return resume_usable(run_config)
+
+    def resume_rules(self, diagnosis: Any) -> ChoiceRules:
+        """Its --resume takes weights/last.pt only (no --from); without a usable one it starts over."""
+        from yolotui.health.report import RESTART
+        from yolotui.health.verdict import FINISHED, RESUMABLE
+
+        unusable = diagnosis.recommended == RESTART or diagnosis.last.verdict not in (RESUMABLE, FINISHED)
+        first = ("resume", "start over with the original official command (no usable last.pt; the official "
+                           "--resume needs one)") if unusable else None
+        return ChoiceRules(drop=frozenset({"from"}), first=first)
+
+    def tensorboard_folders(self, run_dir: Path) -> list[tuple[Path, str]]:
+        """The official save_dir (the run folder for runs yolotui started)."""
+        return [(save_dir(run_dir), "the official trainer's own event files")]
+
+    def train_plan(self, args: Any, given: dict[str, Any]) -> Any:
+        """yolotui/backends/official/start.py."""
+        from yolotui.backends.official.start import train_plan
+
+        return train_plan(args)
+
+    def finetune_plan(self, args: Any) -> Any:
+        """yolotui/backends/official/start.py."""
+        from yolotui.backends.official.start import finetune_plan
+
+        return finetune_plan(args)
+
+    def recognise(self, argv: list[str], cwd: Path) -> tuple[Any, str] | None:
+        """`python train_dual.py ...` of an official checkout."""
+        found = recognise_command(argv, cwd)
+        if found is None:
+            return None
+        return found, (f"recognised the official trainer ({found.script} in {found.repo}): supervised with the "
+                       "official backend (progress, --resume on retries)")
+
+    def exec_plan(self, recognised: Any, project: Path | None, name: str | None, exist_ok: bool | None,
+                  cwd: Path) -> Any:
+        """The same run as `yolotui train --backend official`."""
+        from yolotui.backends.official.start import plan_start
+
+        return plan_start(recognised, project=project, name=name, exist_ok=exist_ok, cwd=cwd)
 
     def resume_command(self, request: CommandRequest) -> LaunchSpec:
         """The run's own command with the official `--resume RUN/weights/last.pt` (added by the supervisor when
