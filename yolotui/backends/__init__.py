@@ -22,7 +22,7 @@ BUILTIN: dict[str, str] = {
     ENGINE: "yolotui.backends.engine.backend:EngineBackend",
     "engine": "yolotui.backends.engine.backend:EngineBackend",
     EXEC: "yolotui.backends.exec.backend:ExecBackend",
-    "official": "yolotui.backends.official.backend:OfficialBackend",
+    "official": "yolotui.backends.official:OfficialBackend",
     "ultralytics": "yolotui.backends.ultralytics:UltralyticsBackend",
 }
 # name -> "module:Class": the shipped ones, then those the entry points add (discover()).

@@ -121,7 +121,7 @@ class ResumePlan:
     order after the trust check, still under the lock. `spec` is the command to relaunch (with `name`,
     `device`, `env`, `cwd` and `extra` for run.yaml); None means the job layer's own training launch with
     `options`/`overrides` (yolotui's engine). `stored` names the run.yaml fields the relaunch runs as the
-    folder holds them (command, env, logging): those must be trusted (yolotui.runs.trust) before it runs.
+    folder holds them (command, env, logging): those must be trusted (the seal in yolotui.runs.runconfig) before it runs.
     """
 
     verb: str = "resumed"

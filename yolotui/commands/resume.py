@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
         return print_resume_interrupted()
     from yolotui.commands._distributed import given_layout
-    from yolotui.commands._launch import after_launch
+    from yolotui.commands._launch import after_launch, ask_on_terminal
     from yolotui.commands._runflags import extras_from
     from yolotui.commands._slurm import slurm_options
     from yolotui.commands.train import given_options
@@ -86,17 +86,3 @@ def run(args: argparse.Namespace) -> int:
                                   extras=extras_from(args), slurm=slurm_options(args), force=args.force,
                                   trust=args.trust, confirm=ask_on_terminal))
     return after_launch(result, args.attach, args.json, show_command=True)
-
-
-def ask_on_terminal(text: str) -> bool:
-    """Show `text` and ask for a `y` on the terminal; False without one (stdin or stderr not a terminal)."""
-    import sys
-
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        return False
-    print(text, file=sys.stderr)
-    try:
-        answer = input("run it? [y/N] ")
-    except EOFError:
-        return False
-    return answer.strip().lower() in ("y", "yes")

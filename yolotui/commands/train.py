@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
 
         raise UserError("--after/--after-ok/--when-free queue a new run; they cannot be given with --resume")
     if args.resume is not False:
-        from yolotui.commands.resume import ask_on_terminal
+        from yolotui.commands._launch import ask_on_terminal
         from yolotui.jobs.resume import RESUME_CHANGEABLE, ResumeRequest, refuse_unchangeable, resume
 
         refuse_unchangeable(given, "cannot be given with --resume: a resumed run keeps its options; only "

@@ -3,7 +3,7 @@
 resolve the run -> refuse a foreign-owned folder or a live SLURM job -> the backend refuses options that do not
 apply -> claim the run's lock (of two resumes at once exactly one gets past here; the other is told who holds
 it) -> the backend's plan (verdict, changed options, writes: yolotui.backends.base.ResumePlan) -> the trust
-check of what the plan runs as the folder holds it (yolotui.runs.trust: shown, and confirmed on a terminal or
+check of what the plan runs as the folder holds it (yolotui.runs.runconfig's seal: shown, and confirmed on a terminal or
 by --trust) -> the plan's writes -> launch, handing the lock to the supervisor. Overrides travel one way (the
 plan), and the run keeps its indexed name (runs.index.name_for). With no target, the newest interrupted run is
 resumed. Torch-free.
@@ -43,7 +43,7 @@ class ResumeRequest:
     extras: RunExtras = field(default_factory=RunExtras)  # given again: replace the run's; else kept
     slurm: Any | None = None
     force: bool = False  # resume a folder another user owns (runs.ownership) all the same
-    trust: bool = False  # run a command/env/logging config this user's yolotui did not write (runs.trust)
+    trust: bool = False  # run a command/env/logging config this user's yolotui did not write (the seal in runs.runconfig)
     confirm: Callable[[str], bool] | None = None  # asks the user about what `trust` would allow (a terminal)
 
 
@@ -142,15 +142,14 @@ def resume(request: ResumeRequest) -> StartedRun:
 def _check_trust(run_dir: Path, fields: tuple[str, ...], request: ResumeRequest) -> None:
     """UserError unless what the plan runs as the folder holds it is sealed by this user, or the user trusts it
     (--trust, or a `y` to request.confirm)."""
-    from yolotui.runs.runconfig import read_run_config
-    from yolotui.runs.trust import describe, untrusted_fields
+    from yolotui.runs.runconfig import describe_untrusted, read_run_config, untrusted_fields
 
     if request.trust or not fields or not (run_dir / "run.yaml").exists():
         return
     found = untrusted_fields(read_run_config(run_dir), fields)
     if not found:
         return
-    if request.confirm is not None and request.confirm(describe(run_dir, found)):
+    if request.confirm is not None and request.confirm(describe_untrusted(run_dir, found)):
         return
     names = ", ".join(found)
     raise UserError(f"{run_dir}/run.yaml: {names} not written by yolotui on this machine (restored, copied or "
@@ -160,8 +159,7 @@ def _check_trust(run_dir: Path, fields: tuple[str, ...], request: ResumeRequest)
 def untrusted(run_dir: Path) -> str | None:
     """What a resume of `run_dir` would ask the user to trust (the TUI's resume wizard shows it), or None."""
     from yolotui.backends import get_backend
-    from yolotui.runs.runconfig import read_backend, read_run_config
-    from yolotui.runs.trust import describe, untrusted_fields
+    from yolotui.runs.runconfig import describe_untrusted, read_backend, read_run_config, untrusted_fields
 
     run_dir = Path(run_dir)
     if not (run_dir / "run.yaml").exists():
@@ -171,7 +169,7 @@ def untrusted(run_dir: Path) -> str | None:
         found = untrusted_fields(read_run_config(run_dir), fields)
     except UserError:
         return None
-    return describe(run_dir, found) if found else None
+    return describe_untrusted(run_dir, found) if found else None
 
 
 def _launch_training(run_dir: Path, request: ResumeRequest, plan: Any, backend: str, run_extra: dict[str, Any],

@@ -26,7 +26,7 @@ from typing import Any
 
 from yolotui.backends.base import Backend, Capabilities, ChoiceRules, CommandRequest, LaunchSpec, RunOutputs
 from yolotui.backends.ultralytics.checkpoint import resume_usable
-from yolotui.backends.ultralytics.launch import NAME, resume_settings, trainer_command
+from yolotui.backends.ultralytics.launch import NAME, resume_settings, save_dir, trainer_command
 from yolotui.backends.ultralytics.recognise import CLI, UltralyticsCommand, recognise_command
 from yolotui.backends.ultralytics.remedies import REMEDIES
 from yolotui.errors import UserError
@@ -41,15 +41,6 @@ CANNOT = {
     "distributed": "yolotui launches ultralytics on one process; for several GPUs ultralytics spawns its own DDP "
                    "workers (device=0,1), which yolotui's shim does not follow",
 }
-
-
-def save_dir(run_dir: Path) -> Path:
-    """Where ultralytics writes for this run: run.yaml's ultralytics.save_dir, else the run folder."""
-    from yolotui.runs.runconfig import run_yaml_field
-
-    recorded = run_yaml_field(Path(run_dir), NAME)
-    folder = recorded.get("save_dir") if isinstance(recorded, dict) else None
-    return Path(folder) if folder else Path(run_dir)
 
 
 class UltralyticsBackend(Backend):
@@ -198,5 +189,4 @@ def describe(run_config: dict[str, Any]) -> str:
     return f"model {given.get('model', '?')} on {given.get('data', '?')}"
 
 
-__all__ = ["CANNOT", "NAME", "UltralyticsBackend", "UltralyticsCommand", "describe", "recognise_command",
-           "resume_usable", "save_dir"]
+__all__ = ["CANNOT", "UltralyticsBackend", "describe"]

@@ -166,3 +166,12 @@ def read_args_yaml(save_dir: Path) -> dict[str, Any]:
 def shim_answer_text(answer: dict[str, Any]) -> str:
     """One line for a shim JSON answer (logs, errors)."""
     return json.dumps(answer, sort_keys=True)
+
+
+def save_dir(run_dir: Path) -> Path:
+    """Where ultralytics writes for this run: run.yaml's ultralytics.save_dir, else the run folder."""
+    from yolotui.runs.runconfig import run_yaml_field
+
+    recorded = run_yaml_field(Path(run_dir), NAME)
+    folder = recorded.get("save_dir") if isinstance(recorded, dict) else None
+    return Path(folder) if folder else Path(run_dir)

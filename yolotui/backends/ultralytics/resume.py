@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.backends.base import LaunchSpec, ResumeOptions, ResumePlan
-from yolotui.backends.ultralytics.launch import NAME, resume_settings
+from yolotui.backends.ultralytics.launch import NAME, resume_settings, save_dir
 from yolotui.errors import UserError
 from yolotui.runs import layout
 
@@ -68,7 +68,6 @@ def _checkpoint_plan(run_dir: Path, python: str, folder: Path, epochs: int | Non
 
 def prepare_resume(run_dir: Path, options: ResumeOptions) -> ResumePlan:
     """The ultralytics resume of `run_dir` (see the module docstring); nothing is written until it is applied."""
-    from yolotui.backends.ultralytics import save_dir
     from yolotui.runs.runconfig import read_run_config, set_flag, write_run_config
 
     run_dir = Path(run_dir)

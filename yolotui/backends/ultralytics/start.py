@@ -12,7 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from yolotui.backends.base import NewRunPlan
-from yolotui.backends.ultralytics.launch import NAME, interpreter_lines, output_folder, refuse_own_resume
+from yolotui.backends.ultralytics.launch import (
+    NAME,
+    interpreter_lines,
+    output_folder,
+    refuse_own_resume,
+    save_dir,
+)
 from yolotui.backends.ultralytics.recognise import CLI, SCRIPT, UltralyticsCommand, parse_overrides
 from yolotui.errors import UserError
 from yolotui.runs import layout
@@ -20,12 +26,6 @@ from yolotui.runs import layout
 # ultralytics' YOLOv9 detection models, as yolotui engine configs (the same layers, the head named DDetect).
 ENGINE_CONFIGS = {"t": "gelan-t", "s": "gelan-s", "m": "gelan-m", "c": "gelan-c", "e": "gelan-e"}
 _YOLOV9 = re.compile(r"^yolov9([tsmce])(\.yaml|\.pt)?$")
-
-
-def _save_dir(run_dir: Path) -> Path:
-    from yolotui.backends.ultralytics import save_dir
-
-    return save_dir(run_dir)
 
 
 def check_paths(cmd: UltralyticsCommand, cwd: Path) -> None:
@@ -75,7 +75,7 @@ def ultralytics_source(value: str) -> tuple[Path, Path | None]:
         from yolotui.runs.resolve import resolve_run
 
         path = Path(resolve_run(value))
-    folder = _save_dir(path)
+    folder = save_dir(path)
     for name in ("best.pt", "last.pt"):
         if (folder / "weights" / name).is_file():
             return (folder / "weights" / name).resolve(), path.resolve()
@@ -174,7 +174,7 @@ def engine_finetune_options(checkpoint: Path, run_dir: Path | None) -> tuple[dic
     if run_dir is not None:
         from yolotui.backends.ultralytics.launch import read_args_yaml
 
-        args = read_args_yaml(_save_dir(run_dir))
+        args = read_args_yaml(save_dir(run_dir))
     args = args or _source_train_args(checkpoint)
     options: dict[str, Any] = {"cfg": cfg}
     for key, ours in (("imgsz", "imgsz"), ("batch", "batch_size"), ("workers", "workers")):

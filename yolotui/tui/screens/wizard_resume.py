@@ -10,7 +10,7 @@ config drift, the environment and the last failure with its class. The choices f
 
 The run's backend narrows them (Backend.resume_rules: e.g. no `--from` where its trainer resumes from last.pt
 only, and 'start over' first when last.pt is unusable). A run.yaml whose command, env or logging config this
-user's yolotui did not write (yolotui.runs.trust) is shown, and the resume needs the trust box ticked
+user's yolotui did not write (the seal in yolotui.runs.runconfig) is shown, and the resume needs the trust box ticked
 (`--trust`).
 """
 
