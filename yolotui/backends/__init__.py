@@ -32,10 +32,11 @@ _instances: dict[str, Backend] = {}
 _discovered = False
 
 
-def discover() -> None:
-    """Add the backends of the `yolotui.backends` entry-point group to REGISTRY (once per process)."""
+def discover(refresh: bool = False) -> None:
+    """Add the backends of the `yolotui.backends` entry-point group to REGISTRY (once per process, or again
+    with `refresh` after a package was put on the path)."""
     global _discovered
-    if _discovered:
+    if _discovered and not refresh:
         return
     _discovered = True
     from importlib.metadata import entry_points
