@@ -97,6 +97,12 @@ def relaunch_plan(run_dir: Path) -> dict[str, Any]:
     """The launch() arguments that continue an interrupted run (see the module docstring)."""
     run_dir = Path(run_dir)
     config = read_run_config(run_dir)
+    from yolotui.runs.runconfig import untrusted_fields
+
+    found = untrusted_fields(config)
+    if found:  # restored, copied in or edited: never run unattended (yolotui resume asks, or takes --trust)
+        raise UserError(f"{run_dir}/run.yaml: {', '.join(found)} not written by yolotui on this machine; check them "
+                        f"and resume with `yolotui resume {run_dir} --trust`")
     status = read_status(run_dir)
     resume_args = [str(a) for a in config.get("resume_args") or []]
     command = [str(a) for a in config["command"]]
