@@ -23,6 +23,7 @@ from yolotui.backends.ultralytics.recognise import (
 )
 from yolotui.errors import UserError
 from yolotui.runs.results import read_rows
+from yolotui.runs.runconfig import set_flag
 from yolotui.runs.summary import results_facts
 from yolotui.supervisor import policy
 
@@ -130,7 +131,7 @@ def test_the_oom_remedy_halves_the_batch_through_the_shim_flag():
     assert decision.retry and decision.failure_class == "oom"
     assert decision.changes["args"] == {"--yolotui-batch": 8}
     assert decision.settings["batch_size"] == [16, 8]
-    argv = policy.set_flag(run_config["command"] + run_config["resume_args"], "--yolotui-batch", 8)
+    argv = set_flag(run_config["command"] + run_config["resume_args"], "--yolotui-batch", 8)
     assert argv[-2:] == ["--yolotui-batch", "8"]
 
 

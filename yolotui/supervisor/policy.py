@@ -38,26 +38,8 @@ import signal
 from typing import Any
 
 from yolotui.runs.layout import FAILED, FINISHED, INTERRUPTED, STOPPED
-from yolotui.runs.runconfig import (  # noqa: F401 (run.yaml's restart settings, through policy as before)
-    DEFAULT_BACKOFF_MAX_S,
-    DEFAULT_BACKOFF_S,
-    restart_settings,
-    set_flag,
-)
-from yolotui.supervisor.decision import (  # noqa: F401 (policy.Decision, policy.OOM ... are this module's API too)
-    COMM,
-    CRASH,
-    DATA,
-    DISK,
-    HANG,
-    HOST_OOM,
-    KILLED,
-    NAN,
-    OOM,
-    PREEMPTED,
-    Decision,
-    backoff_delay,
-)
+from yolotui.runs.runconfig import set_flag
+from yolotui.supervisor.decision import CRASH, DATA, DISK, HANG, HOST_OOM, KILLED, PREEMPTED, Decision
 from yolotui.supervisor.remedies import plan_remedy
 
 # The official trainer's (and YOLOv5's) last line of a completed training; what follows it (strip_optimizer,

@@ -53,13 +53,13 @@ from yolotui.runs.layout import (
 )
 from yolotui.runs.lock import LOCK_FD_FLAG
 from yolotui.runs.manifest import reconcile_run
-from yolotui.runs.runconfig import handles_save_signal, read_run_config
+from yolotui.runs.runconfig import handles_save_signal, read_run_config, restart_settings
 from yolotui.runs.status import RunStatus, attempt_seconds, read_status, write_status_resilient
 from yolotui.supervisor import gpu_monitor, policy, remedies
 from yolotui.supervisor.children import POLL_S, TrainerChildren, load_libc
-from yolotui.supervisor.decision import PREEMPTED
+from yolotui.supervisor.decision import COMM, PREEMPTED
 from yolotui.supervisor.hostoom import MemoryWatch
-from yolotui.supervisor.logconfig import LOG, log, now_iso  # noqa: F401 (LOG, log: this module's API too)
+from yolotui.supervisor.logconfig import log, now_iso
 from yolotui.supervisor.queued import QueueWait
 from yolotui.supervisor.spot import SpotHandling
 from yolotui.supervisor.stopping import StopHandling
@@ -193,7 +193,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling):
         """Read run.yaml and reset status.json for a new life of the run; returns the attempt limit."""
         self.config = read_run_config(self.run_dir)
         apply_logging(self.config.get("logging"))
-        max_attempts, _, _ = policy.restart_settings(self.config)
+        max_attempts, _, _ = restart_settings(self.config)
         previous = read_status(self.run_dir)
         self.status = previous if previous is not None else RunStatus()
         self.status.name = self.status.name or str(self.config.get("name") or self.run_dir.name)
@@ -311,7 +311,7 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling):
                     remedies.record_remedy_event(self.run_dir, attempt, decision)
                 except (OSError, UserError) as exc:  # a full disk or a planted link: the status still says it
                     log(f"warning: cannot write the remedy event: {getattr(exc, 'strerror', None) or exc}")
-            if decision.failure_class == policy.COMM:
+            if decision.failure_class == COMM:
                 comm_failures.append(record["ended"])
             if decision.retry and not decision.counted:
                 uncounted += 1

@@ -32,7 +32,8 @@ from yolotui.runs.runconfig import handles_save_signal
 from yolotui.runs.status import read_status
 from yolotui.supervisor import policy
 from yolotui.supervisor.decision import KILLED
-from yolotui.supervisor.process import Supervisor, _size, log, main
+from yolotui.supervisor.logconfig import log
+from yolotui.supervisor.process import Supervisor, _size, main
 
 TIMELIMIT = "timelimit"
 PREEMPTED = "preempted"
