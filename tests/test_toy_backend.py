@@ -42,6 +42,7 @@ def toy_env(toy_site, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(toy_site)]))
     monkeypatch.setenv("PYTHONUNBUFFERED", "1")
     monkeypatch.setenv("TOY_BATCH_S", "0.15")
+    monkeypatch.setenv("TOY_HOLD_AT", "5")  # the last epoch waits for RUN/go: the kill below is not a race
     monkeypatch.syspath_prepend(str(toy_site))
     from yolotui import backends
 
@@ -72,13 +73,14 @@ async def test_a_toy_backend_from_its_own_package_launches_stops_resumes_and_sur
     from yolotui.tui.screens.wizard_resume import RESUME, ResumeWizard
 
     run_dir = tmp_path / "runs" / "toy"
-    started = yolotui(["train", "--backend", "toy", "--epochs", "6", "--project", str(run_dir.parent), "--name",
-                       "toy"], toy_env, tmp_path)
+    started = yolotui(["train", "--backend", "toy", "--epochs", "6", "--toy-batches", "3", "--project",
+                       str(run_dir.parent), "--name", "toy"], toy_env, tmp_path)  # --toy-batches: the toy's flag
     assert started.returncode == 0, started.stdout + started.stderr
     assert "the toy trainer, from its own package" in started.stdout
     assert wait_for(lambda: (summary(run_dir, toy_env)["summary"]["epoch"] or 0) >= 1, timeout=60)
     shown = summary(run_dir, toy_env)
     assert shown["backend"] == "toy" and shown["summary"]["epochs"] == 6
+    assert read_status(run_dir).command[-1] == "3"
     refused = yolotui(["save", str(run_dir)], toy_env, tmp_path)  # its own "cannot" note
     assert refused.returncode == 1 and "keeps its state at every epoch's end" in refused.stderr
 
@@ -97,12 +99,14 @@ async def test_a_toy_backend_from_its_own_package_launches_stops_resumes_and_sur
         await pilot.press("ctrl+s")
         assert await wait_until(pilot, lambda: wizard.last_result is not None, timeout=60)
         assert wizard.last_result.returncode == 0, wizard.last_result.stderr
-    assert wait_for(lambda: effective_state(run_dir) == "running" and (summary(run_dir, toy_env)["summary"]["epoch"]
-                                                                        or 0) > stopped_at, timeout=60)
-    status = read_status(run_dir)
-    os.kill(status.trainer_pid, signal.SIGKILL)  # killed from outside: not retried, resumed by the user
+    holding = run_dir / "holding"
+    assert wait_for(lambda: holding.exists() and read_status(run_dir).trainer_pid == int(holding.read_text() or 0),
+                    timeout=60), read_status(run_dir)
+    assert summary(run_dir, toy_env)["summary"]["epoch"] == 5  # resumed from its own state, not from scratch
+    os.kill(read_status(run_dir).trainer_pid, signal.SIGKILL)  # killed from outside: not retried, resumed by the user
     assert wait_for(lambda: effective_state(run_dir) == "failed", timeout=60), read_status(run_dir)
     assert read_status(run_dir).failure_class == "killed"
+    (run_dir / "go").touch()
     resumed = yolotui(["resume", str(run_dir)], toy_env, tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert wait_for(lambda: effective_state(run_dir) == "finished", timeout=90), read_status(run_dir)

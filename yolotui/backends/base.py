@@ -199,6 +199,11 @@ class Backend(ABC):
         """`capabilities.<capability>`, False for a name it does not know."""
         return bool(getattr(self.capabilities, capability, False))
 
+    def cli_flags(self, command: str) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+        """The flags this backend adds to `yolotui train` or `yolotui finetune` (`command`), as argparse's
+        add_argument names and keywords; a flag that several backends add is added once (the first one's)."""
+        return []
+
     def cannot(self, capability: str) -> str | None:
         """Why this backend cannot do `capability` (save_now, mid_epoch_stop ...), or None when it can or says
         nothing (the CLI refuses with it, the TUI shows it instead of offering the action)."""

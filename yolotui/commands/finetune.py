@@ -39,8 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="yolotui: the built-in engine (default; official and ultralytics YOLOv9 .pt files too); "
                              "official: the official train_dual.py --weights SOURCE --freeze N with lr0 scaled; "
                              "ultralytics: ultralytics' trainer, model=SOURCE freeze=N with lr0 scaled")
-    parser.add_argument("--repo", default=None, help="official backend: the checkout (default: the source run's)")
-    parser.add_argument("--python", default=None, help="official/ultralytics backend: the trainer's interpreter")
+    from yolotui.commands.train import add_backend_flags
+
+    add_backend_flags(parser, "finetune")
     add_json(parser)
     add_distributed_flags(parser)
     from yolotui.commands._runflags import add_run_flags

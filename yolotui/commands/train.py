@@ -132,19 +132,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_tracker_flags(parser)
     from yolotui.backends import backend_names
 
-    official = parser.add_argument_group("official YOLOv9 trainer (--backend official: other flags go to its script)")
-    official.add_argument("--backend", choices=backend_names(), default="yolotui",
-                          help="yolotui: the built-in engine (default); official: train_dual.py of --repo; "
-                               "ultralytics: ultralytics' trainer (--model, key=value arguments pass through); "
-                               "or an installed backend package's name")
-    official.add_argument("--model", default=None, metavar="MODEL",
-                          help="ultralytics backend: the model, e.g. yolov9t.yaml or yolov9c.pt")
-    official.add_argument("--repo", default=None, metavar="PATH",
-                          help="the official YOLOv9 checkout (default: this folder)")
-    official.add_argument("--script", default="train_dual.py", choices=["train_dual.py", "train.py", "train_triple.py"],
-                          help="which official training script (default train_dual.py)")
-    official.add_argument("--python", default=None, metavar="EXE",
-                          help="the trainer's interpreter, e.g. the official Docker image's python")
+    others = parser.add_argument_group("other trainers (--backend NAME: official, ultralytics, an installed one)")
+    others.add_argument("--backend", choices=backend_names(), default="yolotui",
+                        help="yolotui: the built-in engine (default); official: train_dual.py of --repo (other flags "
+                             "go to its script); ultralytics: ultralytics' trainer (--model, key=value arguments "
+                             "pass through); or an installed backend package's name")
+    add_backend_flags(others, "train")
+
+
+def add_backend_flags(group: Any, command: str) -> None:
+    """The flags each backend adds to `yolotui COMMAND` (Backend.cli_flags), each once."""
+    from yolotui.backends import backend_names, get_backend
+    from yolotui.errors import UserError
+
+    seen: set[str] = set()
+    for name in backend_names():
+        try:
+            flags = get_backend(name).cli_flags(command)
+        except UserError:  # an installed backend that cannot be loaded adds nothing (using it says why)
+            continue
+        for names, keywords in flags:
+            if not seen.intersection(names):
+                seen.update(names)
+                group.add_argument(*names, **keywords)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ from yolotui.backends.base import (
 from yolotui.backends.official.backend import (
     CANNOT,
     NAME,
+    SCRIPTS,
     OfficialCommand,
     recognise_command,
     resume_settings,
@@ -63,6 +64,18 @@ class OfficialBackend(Backend):
         return LaunchSpec(command=trainer_command(cmd, run_dir, list(cmd.args)), extra=extra)
 
     passes_unknown_args = True  # `yolotui train --backend official`: the script's own flags pass through
+
+    def cli_flags(self, command: str) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+        """--repo, --python; and --script for `yolotui train`."""
+        flags = [(("--repo",), {"default": None, "metavar": "PATH",
+                                "help": "official backend: the YOLOv9 checkout (default: this folder, or the source "
+                                        "run's for finetune)"}),
+                 (("--python",), {"default": None, "metavar": "EXE",
+                          "help": "official/ultralytics backend: the trainer's interpreter (default: this one)"})]
+        if command == "train":
+            flags.append((("--script",), {"default": "train_dual.py", "choices": list(SCRIPTS),
+                                          "help": "official backend: which training script (default train_dual.py)"}))
+        return flags
 
     def cannot(self, capability: str) -> str | None:
         """CANNOT above."""

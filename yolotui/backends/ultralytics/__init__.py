@@ -80,6 +80,16 @@ class UltralyticsBackend(Backend):
 
     passes_unknown_args = True  # its key=value arguments pass through `yolotui train`
 
+    def cli_flags(self, command: str) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+        """--python; and --model for `yolotui train`."""
+        flags: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+            (("--python",), {"default": None, "metavar": "EXE",
+                          "help": "official/ultralytics backend: the trainer's interpreter (default: this one)"})]
+        if command == "train":
+            flags.append((("--model",), {"default": None, "metavar": "MODEL",
+                                         "help": "ultralytics backend: the model, e.g. yolov9t.yaml or yolov9c.pt"}))
+        return flags
+
     def cannot(self, capability: str) -> str | None:
         """CANNOT above (save-now works through the shim, so it is not refused)."""
         return CANNOT.get(capability) if capability != "save_now" else None
