@@ -240,5 +240,6 @@ def _requeue(run_dir: Path, request: ResumeRequest) -> StartedRun:
         raise UserError(f"run {run_dir.name} never started (it was queued): it is queued again as it was, so "
                         f"--{(changed or ['layout'])[0].replace('_', '-')} cannot be given; start a new run to "
                         "change its options")
-    relaunch(run_dir)
+    _check_trust(run_dir, ("command", "env", "logging"), request)  # it runs run.yaml as it stands
+    relaunch(run_dir, trusted=True)
     return started(run_dir, "queued", [], [describe_spec(run_yaml_field(run_dir, "queue"))])

@@ -142,7 +142,7 @@ class OfficialBackend(Backend):
 
     def resume_command(self, request: CommandRequest) -> LaunchSpec:
         """The run's own command with the official `--resume RUN/weights/last.pt` (added by the supervisor when
-        that checkpoint is resumable, `resume_first`); changed options go to opt.yaml (jobs.official)."""
+        that checkpoint is resumable, `resume_first`); changed options go to opt.yaml (resume.py)."""
         from yolotui.runs.runconfig import read_run_config
 
         config = read_run_config(Path(request.run_dir))
