@@ -121,7 +121,8 @@ class ResumePlan:
     order after the trust check, still under the lock. `spec` is the command to relaunch (with `name`,
     `device`, `env`, `cwd` and `extra` for run.yaml); None means the job layer's own training launch with
     `options`/`overrides` (yolotui's engine). `stored` names the run.yaml fields the relaunch runs as the
-    folder holds them (command, env, logging): those must be trusted (the seal in yolotui.runs.runconfig) before it runs.
+    folder holds them, when they differ from the backend's `resume_trusts`: those must be trusted (the seal in
+    yolotui.runs.runconfig) before it runs.
     """
 
     verb: str = "resumed"
@@ -132,7 +133,7 @@ class ResumePlan:
     device: str | None = None
     options: dict[str, Any] | None = None
     overrides: dict[str, Any] = field(default_factory=dict)
-    stored: tuple[str, ...] = ("command", "env", "logging")
+    stored: tuple[str, ...] | None = None
 
 
 @dataclass

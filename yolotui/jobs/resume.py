@@ -124,7 +124,7 @@ def resume(request: ResumeRequest) -> StartedRun:
     lock_fd = lock.claim(run_dir, "yolotui resume")
     try:
         plan = backend.prepare_resume(run_dir, options)
-        _check_trust(run_dir, plan.stored, request)
+        _check_trust(run_dir, plan.stored if plan.stored is not None else backend.resume_trusts, request)
         notes = list(plan.notes)
         for write in plan.writes:
             notes += write() or []

@@ -98,8 +98,7 @@ def prepare_resume(run_dir: Path, options: ResumeOptions) -> ResumePlan:
     epochs = options.epochs
     verb = "extending" if epochs is not None and epochs > planned else "resumed"
     note = f"{verb} after {formatting.epochs_done(done, epochs or planned, manifest.get('step', 0))}"
-    return ResumePlan(verb=verb, notes=[note], writes=[write_options], options=opt, overrides=overrides,
-                      stored=("logging",))  # the command is the engine's own; the logging config is carried over
+    return ResumePlan(verb=verb, notes=[note], writes=[write_options], options=opt, overrides=overrides)
 
 
 def _copy_atomic(source: Path, target: Path) -> None:
