@@ -96,3 +96,46 @@ def test_a_tampered_run_yaml_runs_nothing_without_trust(tmp_path, cli_env, kind)
                                  cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
         assert trusted.returncode == 0, trusted.stderr
         assert wait_for(planted.exists, timeout=60)
+
+
+def _resume_on_a_terminal(run_dir, env, answer):
+    """`yolotui resume RUN` with its stdin and stderr on a pseudo-terminal; `answer` typed at the question."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "yolotui", "resume", str(run_dir)], env=env, cwd=run_dir.parent,
+                            stdin=slave, stderr=slave, stdout=subprocess.PIPE, text=True)
+    os.close(slave)
+    shown = b""
+    while b"[y/N]" not in shown:
+        if not select.select([master], [], [], 60)[0]:  # nothing shown for a minute: give up, never hang
+            break
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the terminal closed: it never asked
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.write(master, answer.encode() + b"\n")
+    try:
+        proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    os.close(master)
+    return proc.returncode, shown.decode(errors="replace")
+
+
+def test_on_a_terminal_the_folder_s_command_is_shown_and_runs_only_after_a_y(tmp_path, cli_env):
+    run_dir = exec_run(tmp_path)
+    planted = tmp_path / "PWNED"
+    _tamper(run_dir, planted)
+    code, shown = _resume_on_a_terminal(run_dir, cli_env, "n")
+    assert code != 0 and "/bin/sh -c touch" in shown and "PLANTED" in shown and not planted.exists()
+    code, shown = _resume_on_a_terminal(run_dir, cli_env, "y")
+    assert code == 0, shown
+    assert wait_for(planted.exists, timeout=60)

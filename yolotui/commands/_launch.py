@@ -48,8 +48,6 @@ def ask_on_terminal(text: str) -> bool:
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
         return False
     print(text, file=sys.stderr)
-    try:
-        answer = input("run it? [y/N] ")
-    except EOFError:
-        return False
+    print("run it? [y/N] ", end="", file=sys.stderr, flush=True)  # stderr: stdout may be a pipe (--json)
+    answer = sys.stdin.readline()
     return answer.strip().lower() in ("y", "yes")
