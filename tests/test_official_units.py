@@ -160,18 +160,17 @@ async def test_dashboard_shows_epochs_and_charts_of_an_official_run(tmp_path, cl
 
 
 def test_interrupted_official_run_resumes_only_from_a_usable_last_pt(tmp_path):
-    """`resume --interrupted` relaunches with resume_first: --resume only when the named check passes."""
+    """`resume --interrupted` relaunches with resume_first: --resume only when the run's backend says so."""
     spec = get_backend("official").new_run_command(CommandRequest(
         run_dir=tmp_path / "run", opt={"python": "python", "repo": str(STANDIN), "script": "train_dual.py"},
         argv=("--epochs", "3")))
-    config = {"command": spec.command, **spec.extra, "resume_first": True}
-    assert config["resume_check"] == "yolotui.backends.official.backend:resume_usable"
+    config = {"command": spec.command, **spec.extra, "resume_first": True, "backend": "official"}
     assert "--resume" not in policy.command_for_attempt(config, 1, {})  # no last.pt: the original command
     (tmp_path / "run" / "weights").mkdir(parents=True)
     (tmp_path / "run" / "weights" / "last.pt").write_bytes(b"torn")
     assert "--resume" not in policy.command_for_attempt(config, 2, {})  # damaged: the original command
-    assert policy.command_for_attempt({**config, "resume_check": "os:system"}, 2, {})[-2:] != ["--resume"]
-    assert policy.command_for_attempt({**config, "resume_check": None}, 2, {})[-2] == "--resume"
+    assert policy.command_for_attempt({**config, "backend": "no-such"}, 2, {})[-2:] != ["--resume"]  # unknown: no
+    assert policy.command_for_attempt({**config, "backend": "exec"}, 2, {})[-2] == "--resume"  # no check of its own
 
 
 def test_doctor_follows_an_older_exec_run_to_the_official_folder(tmp_path):

@@ -282,6 +282,26 @@ def test_resume_interrupted_rebuilds_the_command_from_run_yaml(tmp_path):
     assert not pwned.exists()
 
 
+def test_resume_interrupted_never_runs_a_run_yaml_yolotui_did_not_write(tmp_path):
+    import yaml
+
+    from yolotui.placement.service import resume_interrupted
+
+    run_dir = create_run_dir(tmp_path / "proj", "exp")
+    launch(run_dir, ["sleep", "100"], name="exp")
+    wait_for(lambda: (read_status(run_dir) or None) and read_status(run_dir).trainer_pid, timeout=15)
+    os.kill(read_status(run_dir).supervisor_pid, signal.SIGKILL)
+    wait_for(lambda: effective_state(run_dir) == "interrupted", timeout=15)
+    pwned = tmp_path / "pwned"
+    config = yaml.safe_load((run_dir / "run.yaml").read_text())
+    config["command"] = ["sh", "-c", f"touch {pwned}"]  # copied in or edited: the seal no longer matches
+    (run_dir / "run.yaml").write_text(yaml.safe_dump(config))
+    results = resume_interrupted()
+    assert [r.resumed for r in results] == [False]
+    assert "not written by yolotui on this machine" in results[0].message and "--trust" in results[0].message
+    assert effective_state(run_dir) == "interrupted" and not pwned.exists()
+
+
 # --------------------------------------------------------------------------------------------- CPU allocation failures
 
 def test_a_cpu_allocation_failure_is_not_oom():

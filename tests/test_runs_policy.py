@@ -4,15 +4,9 @@ from __future__ import annotations
 
 import signal
 
-from yolotui.supervisor.policy import (
-    Decision,
-    backoff_delay,
-    command_for_attempt,
-    decide,
-    env_for_attempt,
-    merge_changes,
-    set_flag,
-)
+from yolotui.runs.runconfig import set_flag
+from yolotui.supervisor.decision import Decision, backoff_delay
+from yolotui.supervisor.policy import command_for_attempt, decide, env_for_attempt, merge_changes
 
 CONFIG = {"command": ["python", "train.py", "--batch-size", "16"], "restart": {"max_attempts": 3, "backoff_s": 2}}
 

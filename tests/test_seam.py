@@ -50,8 +50,11 @@ def test_registry_and_builtin_backends(tmp_path):
     plain = get_backend("exec")
     assert not plain.supports("save_now") and REMEDY_LR_SCALE not in plain.remedies()
     assert plain.new_run_command(CommandRequest(tmp_path, argv=("sleep", "1"))).command == ["sleep", "1"]
-    with pytest.raises(UserError, match="cannot be resumed"):
-        plain.resume_command(CommandRequest(tmp_path))
+    with pytest.raises(UserError, match="reruns its own command unchanged"):
+        plain.resume_command(CommandRequest(tmp_path, overrides={"epochs": 9}))
+    (tmp_path / "run.yaml").write_text("command: [sleep, '1']\nenv: {A: b}\n")
+    again = plain.resume_command(CommandRequest(tmp_path))
+    assert again.command == ["sleep", "1"] and again.env == {"A": "b"} and again.extra["resume_first"] is True
     with pytest.raises(UserError, match="not known"):
         get_backend("nope")
     register_backend("broken-for-test", "yolotui.backends.nowhere:Nothing")

@@ -207,7 +207,7 @@ def test_an_oom_injected_through_the_shim_halves_the_batch_for_the_resumed_attem
 
 
 def test_an_ultralytics_source_maps_into_the_engine_and_names_what_does_not(world, finished_run):
-    from yolotui.jobs.ultralytics import engine_finetune_options, ultralytics_source
+    from yolotui.backends.ultralytics.start import engine_finetune_options, ultralytics_source
 
     checkpoint, run_dir = ultralytics_source(str(finished_run))
     assert checkpoint.name == "best.pt" and run_dir == finished_run

@@ -23,6 +23,7 @@ from yolotui.backends.ultralytics.recognise import (
 )
 from yolotui.errors import UserError
 from yolotui.runs.results import read_rows
+from yolotui.runs.runconfig import set_flag
 from yolotui.runs.summary import results_facts
 from yolotui.supervisor import policy
 
@@ -77,8 +78,8 @@ def test_the_supervised_command_writes_into_the_run_folder(tmp_path):
     settings = resume_settings(run_dir, batch=8)
     assert settings["resume_args"] == ["--yolotui-resume", str(run_dir / "weights" / "last.pt"),
                                        "--yolotui-batch", "8"]
-    assert settings["resume_check"] == "yolotui.backends.ultralytics:resume_usable"
     backend = get_backend("ultralytics")
+    assert not backend.resume_usable({**settings, "backend": "ultralytics"})  # no last.pt: the original command
     assert backend.supports("resume") and backend.supports("extend") and not backend.supports("lr_scale")
 
 
@@ -130,14 +131,14 @@ def test_the_oom_remedy_halves_the_batch_through_the_shim_flag():
     assert decision.retry and decision.failure_class == "oom"
     assert decision.changes["args"] == {"--yolotui-batch": 8}
     assert decision.settings["batch_size"] == [16, 8]
-    argv = policy.set_flag(run_config["command"] + run_config["resume_args"], "--yolotui-batch", 8)
+    argv = set_flag(run_config["command"] + run_config["resume_args"], "--yolotui-batch", 8)
     assert argv[-2:] == ["--yolotui-batch", "8"]
 
 
 def test_train_backend_ultralytics_maps_flags_and_passes_key_value_through():
     import argparse
 
-    from yolotui.commands._ultralytics import passthrough, ultralytics_args
+    from yolotui.backends.ultralytics.cli import passthrough, ultralytics_args
 
     args = argparse.Namespace(model="yolov9t.yaml", raw_argv=["--backend", "ultralytics", "--model", "yolov9t.yaml",
                                                               "--data", "d.yaml", "lr0=0.002", "plots=False"])

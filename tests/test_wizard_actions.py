@@ -12,8 +12,8 @@ import pytest
 from _health_fixtures import save_yolotui
 from wizard_kit import make_data, make_source_run
 
+from yolotui.backends.engine.resume import restore_last
 from yolotui.errors import UserError
-from yolotui.jobs.resume import restore_last
 from yolotui.tui import actions
 from yolotui.tui import wizard_checks as checks
 from yolotui.tui.widgets.path_input import complete_path

@@ -207,3 +207,40 @@ def test_gather_facts_offers_resumable_epoch_checkpoints_on_disk(tmp_path):
     assert facts.diagnosis.last.verdict == "corrupt" and facts.batch_size == 16
     offered = [(c.key, c.checkpoint) for c in resume_choices(facts)]
     assert (FROM, "epoch4.pt") in offered and offered[-1] == (FINETUNE, None)
+
+
+async def test_a_run_yaml_yolotui_did_not_write_is_shown_and_needs_the_trust_box(run_dir):
+    from textual.widgets import Checkbox
+
+    (run_dir / "run.yaml").write_text("name: exp\nbackend: exec\ncommand: [/bin/sh, -c, touch PWNED]\n"
+                                      "env: {LD_PRELOAD: /tmp/evil.so}\n")  # copied in: no seal of this user's
+    launcher = CaptureLauncher(run_dir)
+    app = host(run_dir, "resume", launcher)
+    async with app.run_test(size=(100, 40)) as pilot:
+        wizard = await ready(pilot)
+        text = rendered(wizard.query_one("#diagnosis", Static))
+        assert "untrusted" in text and "/bin/sh -c touch PWNED" in text and "LD_PRELOAD" in text
+        assert not wizard.query_one("#trust-field").has_class("hidden")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert launcher.calls == [] and "tick the box" in wizard.errors.get("trust", "")
+        wizard.query_one("#trust", Checkbox).value = True
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: app.results)
+    assert launcher.calls == [["resume", "runs/exp", "--trust"]]
+
+
+async def test_a_run_yaml_yolotui_wrote_asks_nothing(run_dir):
+    from yolotui.runs.runconfig import write_run_config
+
+    write_run_config(run_dir, {"name": "exp", "backend": "exec", "command": ["python", "train.py"], "env": {}})
+    launcher = CaptureLauncher(run_dir)
+    app = host(run_dir, "resume", launcher)
+    async with app.run_test(size=(100, 40)) as pilot:
+        wizard = await ready(pilot)
+        assert "untrusted" not in rendered(wizard.query_one("#diagnosis", Static))
+        assert wizard.query_one("#trust-field").has_class("hidden")
+        await pilot.press("ctrl+s")
+        assert await wait_until(pilot, lambda: app.results)
+    assert launcher.calls == [["resume", "runs/exp"]]

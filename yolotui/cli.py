@@ -89,12 +89,19 @@ def refuse_non_finite(args: object) -> None:
                 raise UserError(f"--{dest.replace('_', '-')} {item}: give a finite number (not nan or inf)")
 
 
-def _official_backend(argv: Sequence[str]) -> bool:
-    """True when `yolotui train` is asked for the official trainer (--backend official / --backend=official)."""
+def _passes_unknown_args(argv: Sequence[str]) -> bool:
+    """True when `yolotui train` is asked for a backend whose trainer takes the flags yolotui does not know
+    (the official script's flags, ultralytics' key=value arguments: Backend.passes_unknown_args)."""
     for i, token in enumerate(argv):
-        for name in ("official", "ultralytics"):  # ultralytics: its key=value arguments pass through too
-            if token == f"--backend={name}" or (token == "--backend" and i + 1 < len(argv) and argv[i + 1] == name):
-                return True
+        name = token.partition("=")[2] if token.startswith("--backend=") else (
+            argv[i + 1] if token == "--backend" and i + 1 < len(argv) else None)
+        if name:
+            from yolotui.backends import get_backend
+
+            try:
+                return get_backend(name).passes_unknown_args
+            except UserError:
+                return False  # argparse names the valid choices
     return False
 
 
@@ -105,8 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = ["tui", *argv]
     selected = _selected_command(argv)
     parser = build_parser(selected)
-    if selected == "train" and _official_backend(argv):
-        # the official trainer's flags pass through unchanged (yolotui/backends/official/backend.py sorts them)
+    if selected == "train" and _passes_unknown_args(argv):
+        # the trainer's own flags pass through unchanged (its backend sorts them)
         args, _unknown = parser.parse_known_args(argv)
         args.raw_argv = argv[argv.index("train") + 1:]
     else:

@@ -7,17 +7,20 @@ mid-epoch, scale the LR, extend). It never launches anything itself: it returns 
 yolotui.placement.launcher starts that under the detached supervisor. Torch-free and UI-free.
 
 run.yaml's `backend` field holds `Backend.name`; `yolotui.backends.get_backend(name)` maps it back.
-To add a backend, subclass `Backend` in its own module and add one line to `yolotui.backends.REGISTRY`
-(or call `register_backend` at import time).
+Backends are found through the `yolotui.backends` entry-point group (a separate installable package can add
+one: see docs/backends.md). A backend returns data and plans (ResumePlan, NewRunPlan, ChoiceRules); the job
+layer and the TUI apply and render them the same way for every backend.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yolotui.errors import UserError
 from yolotui.placement.distributed import DistributedLaunch
 
 # Remedy names (yolotui/supervisor/remedies.py): what the supervisor may change before a retry.
@@ -92,6 +95,75 @@ class LaunchSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ResumeOptions:
+    """What `yolotui resume` (or the resume wizard) asks of a run: options to change (None keeps the saved one),
+    a checkpoint to restore over last.pt first (`from_ckpt`), process-layout flags, a SLURM request."""
+
+    epochs: int | None = None
+    batch_size: int | None = None
+    device: str | None = None
+    workers: int | None = None
+    from_ckpt: str | None = None
+    layout: dict[str, Any] = field(default_factory=dict)
+    slurm: Any = None
+
+
+# What a resume plan's write does; it returns notes for the user (or None).
+Write = Callable[[], "list[str] | None"]
+
+
+@dataclass
+class ResumePlan:
+    """How a backend resumes one run, decided with the run's lock held; yolotui.jobs.resume applies it.
+
+    `writes` change the run's files (opt.yaml, run.yaml's command, a checkpoint's train_args ...) and run in
+    order after the trust check, still under the lock. `spec` is the command to relaunch (with `name`,
+    `device`, `env`, `cwd` and `extra` for run.yaml); None means the job layer's own training launch with
+    `options`/`overrides` (yolotui's engine). `stored` names the run.yaml fields the relaunch runs as the
+    folder holds them, when they differ from the backend's `resume_trusts`: those must be trusted (the seal in
+    yolotui.runs.runconfig) before it runs.
+    """
+
+    verb: str = "resumed"
+    notes: list[str] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
+    spec: LaunchSpec | None = None
+    name: str | None = None
+    device: str | None = None
+    options: dict[str, Any] | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)
+    stored: tuple[str, ...] | None = None
+
+
+@dataclass
+class NewRunPlan:
+    """A new run of another project's trainer, planned by its backend; yolotui.jobs.foreign starts it.
+
+    The run folder is project/name (`exist_ok`: reuse it); `opt` is the backend's record for run.yaml and
+    `argv` the trainer's own arguments (CommandRequest); `writes` make files the command needs first."""
+
+    project: Path
+    name: str
+    exist_ok: bool
+    opt: dict[str, Any]
+    argv: list[str]
+    cwd: Path
+    device: str | None = None
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChoiceRules:
+    """How a backend narrows the resume wizard's generic choices: the choice keys it does not offer
+    (`drop`), and a (key, label) choice put first (`first`), e.g. 'start over' when last.pt is unusable."""
+
+    drop: frozenset[str] = frozenset()
+    first: tuple[str, str] | None = None
+
+
 class Backend(ABC):
     """One kind of trainer. Subclasses set `name` and `capabilities` and implement the four methods."""
 
@@ -99,6 +171,9 @@ class Backend(ABC):
     title: str = ""                     # how a message names its trainer ("the official trainer")
     label: str = ""                     # its short display name in tables ("engine", "command")
     capabilities: Capabilities = Capabilities()
+    passes_unknown_args: bool = False   # `yolotui train --backend NAME` hands flags it does not know to the trainer
+    takes_training_options: bool = False  # runs yolotui's training options (opt.yaml): `yolotui train`'s own path
+    resume_trusts: tuple[str, ...] = ("command", "env", "logging")  # run.yaml fields a resume runs as stored
 
     @abstractmethod
     def new_run_command(self, request: CommandRequest) -> LaunchSpec:
@@ -125,3 +200,81 @@ class Backend(ABC):
     def supports(self, capability: str) -> bool:
         """`capabilities.<capability>`, False for a name it does not know."""
         return bool(getattr(self.capabilities, capability, False))
+
+    def cli_flags(self, command: str) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+        """The flags this backend adds to `yolotui train` or `yolotui finetune` (`command`), as argparse's
+        add_argument names and keywords; a flag that several backends add is added once (the first one's)."""
+        return []
+
+    def cannot(self, capability: str) -> str | None:
+        """Why this backend cannot do `capability` (save_now, mid_epoch_stop ...), or None when it can or says
+        nothing (the CLI refuses with it, the TUI shows it instead of offering the action)."""
+        return None
+
+    def check_resume_options(self, run_dir: Path, options: ResumeOptions) -> None:
+        """UserError for resume options that do not apply to this backend's runs (before the lock is claimed)."""
+        if options.slurm is not None and not self.capabilities.distributed:
+            raise UserError(f"--slurm does not go with a {self.name} run yet; resume it here")
+
+    def prepare_resume(self, run_dir: Path, options: ResumeOptions) -> ResumePlan:
+        """The plan that resumes (or extends) the run in `run_dir`; called with the run's lock held, before any
+        write. UserError when it cannot resume. The default relaunches `resume_command`."""
+        spec = self.resume_command(CommandRequest(run_dir=Path(run_dir), overrides=_changed(options)))
+        return ResumePlan(spec=spec)
+
+    def resume_usable(self, run_config: dict[str, Any]) -> bool:
+        """Whether a retry (or a resume) may add run.yaml's `resume_args` (the supervisor asks before each
+        relaunch); True unless the backend checks its checkpoint first."""
+        return True
+
+    def resume_rules(self, diagnosis: Any) -> ChoiceRules:
+        """How the resume wizard's choices narrow for this run's doctor `diagnosis` (none by default)."""
+        return ChoiceRules()
+
+    def saved_batch_size(self, run_dir: Path) -> int | None:
+        """The run's batch size where this backend records it outside opt.yaml (None: opt.yaml's)."""
+        return None
+
+    def tensorboard_folders(self, run_dir: Path) -> list[tuple[Path, str]]:
+        """(folder, what it is) where this backend's trainer writes its own TensorBoard event files."""
+        return []
+
+    def doctor_advice(self, recommended: str, run_dir: Path, last: Any) -> tuple[str, str] | None:
+        """(recommendation, the command that works) where this backend's doctor advice differs from the
+        generic one; None keeps the generic advice."""
+        return None
+
+    def train_plan(self, args: Any, given: dict[str, Any]) -> NewRunPlan:
+        """The new run that `yolotui train --backend NAME` asks for (`args`: the parsed flags; `given`: the
+        training flags given); UserError for a backend that `yolotui train` cannot start."""
+        raise UserError(f"--backend {self.name}: start it with `yolotui exec -- COMMAND`")
+
+    def finetune_plan(self, args: Any) -> NewRunPlan:
+        """The new run that `yolotui finetune --backend NAME` asks for; UserError when it cannot fine-tune."""
+        raise UserError(f"--backend {self.name} cannot fine-tune; fine-tune with yolotui's engine")
+
+    def recognise(self, argv: list[str], cwd: Path) -> tuple[Any, str] | None:
+        """For `yolotui exec -- ARGV`: (what this backend makes of the command, a note) when it is this
+        backend's trainer, else None."""
+        return None
+
+    def exec_plan(self, recognised: Any, project: Path | None, name: str | None, exist_ok: bool | None,
+                  cwd: Path) -> NewRunPlan:
+        """The new run for a command `recognise` claimed."""
+        raise UserError(f"{self.name}: no exec launch")
+
+    def finetunes_own_runs(self, run_dir: Path) -> bool:
+        """True when a fine-tune from `run_dir` should run with this backend's trainer (the fine-tune wizard
+        adds `--backend NAME`); False by default (yolotui's engine fine-tunes it)."""
+        return False
+
+    def finetune_source_options(self, checkpoint: Path, run_dir: Path | None) -> tuple[dict[str, Any], list[str]] | None:
+        """Training options a fine-tune with yolotui's engine inherits from this backend's run or checkpoint,
+        with notes; None when the source is not this backend's."""
+        return None
+
+
+def _changed(options: ResumeOptions) -> dict[str, Any]:
+    """The resume options that change something."""
+    return {k: v for k, v in (("epochs", options.epochs), ("batch_size", options.batch_size),
+                              ("device", options.device), ("workers", options.workers)) if v is not None}

@@ -11,7 +11,6 @@ completion.py (shell completion scripts), hosts.py (`hosts add|ls|rm`), watch.py
 Shared by several subcommands: _distributed.py (the torchrun process-layout flags), _launch.py (saying where a
 started run lives and following it), _options.py (options spelled one way everywhere), _progress.py
 (plain-text progress of a run), _runflags.py (notifications, watchdog, logging, mirror flags), _runfmt.py
-(plain tables), _slurm.py (`--slurm`), _trackerflags.py (experiment-tracker flags), _ultralytics.py (`train
---backend ultralytics`), _completion_scripts.py (the bash/zsh/fish scripts drawn from the parser),
+(plain tables), _slurm.py (`--slurm`), _trackerflags.py (experiment-tracker flags), _completion_scripts.py (the bash/zsh/fish scripts drawn from the parser),
 _fleet_ls.py (`ls --all-hosts`), _remote.py (`--host HOST` / `HOST:RUN`: the same command on that host).
 """

@@ -39,3 +39,15 @@ def after_launch(result: Any, attach: bool, as_json: bool = False, show_command:
     else:
         print(f"follow it with: yolotui attach {shlex.quote(str(run_dir))}    stop it with: yolotui stop {shlex.quote(str(run_dir))}", file=out)
     return 0
+
+
+def ask_on_terminal(text: str) -> bool:
+    """Show `text` and ask for a `y` on the terminal; False without one (stdin or stderr not a terminal)."""
+    import sys
+
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    print(text, file=sys.stderr)
+    print("run it? [y/N] ", end="", file=sys.stderr, flush=True)  # stderr: stdout may be a pipe (--json)
+    answer = sys.stdin.readline()
+    return answer.strip().lower() in ("y", "yes")

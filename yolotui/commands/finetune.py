@@ -33,12 +33,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--close-mosaic", type=int, default=None, help="default: a third of --epochs")
     parser.add_argument("--hyp", default=None, help="hyperparameters (default: the source run's hyp.yaml)")
     parser.add_argument("--attach", action="store_true", help="follow progress here; Ctrl-C detaches")
-    parser.add_argument("--backend", choices=["yolotui", "official", "ultralytics"], default="yolotui",
+    from yolotui.backends import backend_names
+
+    parser.add_argument("--backend", choices=backend_names(), default="yolotui",
                         help="yolotui: the built-in engine (default; official and ultralytics YOLOv9 .pt files too); "
                              "official: the official train_dual.py --weights SOURCE --freeze N with lr0 scaled; "
                              "ultralytics: ultralytics' trainer, model=SOURCE freeze=N with lr0 scaled")
-    parser.add_argument("--repo", default=None, help="official backend: the checkout (default: the source run's)")
-    parser.add_argument("--python", default=None, help="official/ultralytics backend: the trainer's interpreter")
+    from yolotui.commands.train import add_backend_flags
+
+    add_backend_flags(parser, "finetune")
     add_json(parser)
     add_distributed_flags(parser)
     from yolotui.commands._runflags import add_run_flags
@@ -54,27 +57,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build the new run's options from the source run, then launch it like `yolotui train`."""
+    from yolotui.backends import get_backend
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
     from yolotui.commands._runflags import extras_from
     from yolotui.commands._slurm import slurm_options
     from yolotui.jobs.finetune import INHERITED, FinetuneRequest, finetune
 
-    if getattr(args, "backend", "yolotui") == "official":
-        from yolotui.jobs.official import OfficialFinetuneRequest, finetune_official
+    backend = get_backend(getattr(args, "backend", None))
+    if not backend.takes_training_options:  # another project's trainer: its backend plans the fine-tune
+        from yolotui.jobs.foreign import start_planned
 
-        result = finetune_official(OfficialFinetuneRequest(
-            args.source, args.data, epochs=args.epochs, freeze=args.freeze, lr_scale=args.lr_scale, name=args.name,
-            project=args.project, repo=args.repo, python=args.python))
-        return after_launch(result, args.attach, args.json)
-    if getattr(args, "backend", "yolotui") == "ultralytics":
-        from yolotui.jobs.ultralytics import UltralyticsFinetuneRequest, finetune_ultralytics
-
-        result = finetune_ultralytics(UltralyticsFinetuneRequest(
-            args.source, args.data, epochs=args.epochs, freeze=args.freeze, lr_scale=args.lr_scale, name=args.name,
-            project=args.project, python=args.python, imgsz=args.imgsz, batch_size=args.batch_size,
-            device=args.device, workers=args.workers))
-        return after_launch(result, args.attach, args.json)
+        return after_launch(start_planned(backend.name, backend.finetune_plan(args)), args.attach, args.json)
     options = {key: getattr(args, key, None) for key in (*INHERITED, "hyp")}
     result = finetune(FinetuneRequest(args.source, args.data, epochs=args.epochs, lr_scale=args.lr_scale,
                                       freeze=args.freeze, name=args.name, project=args.project,

@@ -7,7 +7,9 @@ finished one): the LR schedule is re-planned as if N epochs had been planned fro
 continues at the current epoch on that curve. With no RUN, the newest interrupted run is resumed.
 `--interrupted` resumes every interrupted run of the user, each as it was (yolotui/placement/service.py): what
 `yolotui service install` runs at boot. It prints the command the resumed run runs; a run folder another
-user owns is refused unless --force. The work itself is yolotui.jobs.resume.
+user owns is refused unless --force. A command, env or logging config in run.yaml that this user's yolotui
+did not write (restored, copied in, edited) is shown and needs a `y` on a terminal, or --trust. The work itself
+is yolotui.jobs.resume.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="resume a run folder another user owns (it runs what its run.yaml and opt.yaml say: "
                              "read them first)")
+    parser.add_argument("--trust", action="store_true",
+                        help="run the command, env and logging config of a run.yaml that yolotui did not write here "
+                             "(a restored or copied folder) without asking")
     changeable = {"--epochs", "--batch-size", "--device", "--workers"}
     for flags, kwargs in TRAIN_FLAGS:
         if changeable.intersection(flags):
@@ -67,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
         return print_resume_interrupted()
     from yolotui.commands._distributed import given_layout
-    from yolotui.commands._launch import after_launch
+    from yolotui.commands._launch import after_launch, ask_on_terminal
     from yolotui.commands._runflags import extras_from
     from yolotui.commands._slurm import slurm_options
     from yolotui.commands.train import given_options
@@ -78,5 +83,6 @@ def run(args: argparse.Namespace) -> int:
                         "new run)")
     result = resume(ResumeRequest(args.run, args.epochs, args.batch_size, args.device, args.workers,
                                   layout=given_layout(args), from_ckpt=args.from_ckpt,
-                                  extras=extras_from(args), slurm=slurm_options(args), force=args.force))
+                                  extras=extras_from(args), slurm=slurm_options(args), force=args.force,
+                                  trust=args.trust, confirm=ask_on_terminal))
     return after_launch(result, args.attach, args.json, show_command=True)

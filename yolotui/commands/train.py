@@ -130,22 +130,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from yolotui.commands._trackerflags import add_tracker_flags
 
     add_tracker_flags(parser)
-    official = parser.add_argument_group("official YOLOv9 trainer (--backend official: other flags go to its script)")
-    official.add_argument("--backend", choices=["yolotui", "official", "ultralytics"], default="yolotui",
-                          help="yolotui: the built-in engine (default); official: train_dual.py of --repo; "
-                               "ultralytics: ultralytics' trainer (--model, key=value arguments pass through)")
-    official.add_argument("--model", default=None, metavar="MODEL",
-                          help="ultralytics backend: the model, e.g. yolov9t.yaml or yolov9c.pt")
-    official.add_argument("--repo", default=None, metavar="PATH",
-                          help="the official YOLOv9 checkout (default: this folder)")
-    official.add_argument("--script", default="train_dual.py", choices=["train_dual.py", "train.py", "train_triple.py"],
-                          help="which official training script (default train_dual.py)")
-    official.add_argument("--python", default=None, metavar="EXE",
-                          help="the trainer's interpreter, e.g. the official Docker image's python")
+    from yolotui.backends import backend_names
+
+    others = parser.add_argument_group("other trainers (--backend NAME: official, ultralytics, an installed one)")
+    others.add_argument("--backend", choices=backend_names(), default="yolotui",
+                        help="yolotui: the built-in engine (default); official: train_dual.py of --repo (other flags "
+                             "go to its script); ultralytics: ultralytics' trainer (--model, key=value arguments "
+                             "pass through); or an installed backend package's name")
+    add_backend_flags(others, "train")
+
+
+def add_backend_flags(group: Any, command: str) -> None:
+    """The flags each backend adds to `yolotui COMMAND` (Backend.cli_flags), each once."""
+    from yolotui.backends import backend_names, get_backend
+    from yolotui.errors import UserError
+
+    seen: set[str] = set()
+    for name in backend_names():
+        try:
+            flags = get_backend(name).cli_flags(command)
+        except UserError:  # an installed backend that cannot be loaded adds nothing (using it says why)
+            continue
+        for names, keywords in flags:
+            if not seen.intersection(names):
+                seen.update(names)
+                group.add_argument(*names, **keywords)
 
 
 def run(args: argparse.Namespace) -> int:
     """Validate, create the run folder, launch the trainer detached, print the folder."""
+    from yolotui.backends import get_backend
     from yolotui.commands._distributed import given_layout
     from yolotui.commands._launch import after_launch
     from yolotui.commands._runflags import extras_from
@@ -153,30 +167,23 @@ def run(args: argparse.Namespace) -> int:
     from yolotui.jobs.launch import restart_limit
 
     slurm = slurm_options(args)
-    if getattr(args, "backend", "yolotui") == "official":
-        if slurm is not None:
-            from yolotui.errors import UserError
-
-            raise UserError("--slurm runs yolotui's own trainer (or `yolotui exec --slurm -- python train_dual.py "
-                            "...`); it does not go with --backend official yet")
-        return run_official(args)
-    if getattr(args, "backend", "yolotui") == "ultralytics":
-        from yolotui.commands._ultralytics import run_ultralytics
-
-        return run_ultralytics(args, slurm)
+    backend = get_backend(getattr(args, "backend", None))
+    if not backend.takes_training_options:
+        return run_planned(args, backend, slurm)
     given, layout, extras = given_options(args), given_layout(args), extras_from(args)
     if args.resume is not False and (args.after or args.after_ok or args.when_free is not None):
         from yolotui.errors import UserError
 
         raise UserError("--after/--after-ok/--when-free queue a new run; they cannot be given with --resume")
     if args.resume is not False:
+        from yolotui.commands._launch import ask_on_terminal
         from yolotui.jobs.resume import RESUME_CHANGEABLE, ResumeRequest, refuse_unchangeable, resume
 
         refuse_unchangeable(given, "cannot be given with --resume: a resumed run keeps its options; only "
                                    "--epochs, --batch-size, --device and --workers may change")
         target = None if args.resume is True else str(args.resume)
         result = resume(ResumeRequest(target, **{k: given.get(k) for k in RESUME_CHANGEABLE}, layout=layout,
-                                      extras=extras, slurm=slurm))
+                                      extras=extras, slurm=slurm, confirm=ask_on_terminal))
         return after_launch(result, args.attach, args.json, show_command=True)
     from yolotui.jobs.new_run import NewRunRequest, new_run
 
@@ -189,27 +196,23 @@ def run(args: argparse.Namespace) -> int:
     return after_launch(result, args.attach, args.json)
 
 
-def run_official(args: argparse.Namespace) -> int:
-    """`yolotui train --backend official`: the official script of --repo, every other flag passed to it."""
-    from yolotui.backends.official import backend as official
+def run_planned(args: argparse.Namespace, backend: Any, slurm: Any) -> int:
+    """`yolotui train --backend NAME` for another project's trainer: its backend plans the run from the flags."""
     from yolotui.commands._launch import after_launch
     from yolotui.commands._runflags import extras_from
     from yolotui.errors import UserError
+    from yolotui.jobs.foreign import start_planned
     from yolotui.jobs.launch import restart_limit
-    from yolotui.jobs.official import OfficialRunRequest, start_official
 
     if args.resume is not False:
-        raise UserError("resume an official run with `yolotui resume RUN` (it passes --resume RUN/weights/last.pt)")
-    if getattr(args, "mlflow", None) is not None or getattr(args, "wandb", None) is not None \
-            or getattr(args, "tensorboard", None) is not None:
-        raise UserError("--mlflow, --wandb and --no-tensorboard are for yolotui's engine; the official trainer writes "
-                        "its own TensorBoard files in its run folder (see `yolotui tensorboard RUN`)")
+        raise UserError(f"resume a {backend.name} run with `yolotui resume RUN` (it continues from its "
+                        "weights/last.pt)")
+    if slurm is not None:
+        raise UserError(f"--slurm runs yolotui's own trainer (or `yolotui exec --slurm -- COMMAND`); it does not go "
+                        f"with --backend {backend.name} yet")
     if args.restart_backoff is not None and args.restart_backoff < 0:
         raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
-    _, script_args = official.split_flags(list(getattr(args, "raw_argv", []) or []),
-                                          official.YOLOTUI_FLAGS)
-    cmd = official.OfficialCommand(python=official.python_for(args.python), repo=official.find_repo(args.repo),
-                                   script=args.script, args=script_args)
-    result = start_official(OfficialRunRequest(cmd, max_attempts=restart_limit(args.max_restarts, args.max_attempts),
-                                               backoff_s=args.restart_backoff, extras=extras_from(args)))
+    plan = backend.train_plan(args, given_options(args))
+    result = start_planned(backend.name, plan, max_attempts=restart_limit(args.max_restarts, args.max_attempts),
+                           backoff_s=args.restart_backoff, extras=extras_from(args))
     return after_launch(result, args.attach, args.json)

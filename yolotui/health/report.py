@@ -140,11 +140,13 @@ class ForeignRun(Protocol):
 
 
 def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, verify_hash: bool = True,
-                 follow: Callable[[Path, bool], ForeignRun | None] | None = None) -> RunDiagnosis:
+                 follow: Callable[[Path, bool], ForeignRun | None] | None = None,
+                 advise: Callable[[str, Path, Any], tuple[str, str] | None] | None = None) -> RunDiagnosis:
     """Diagnose a run directory: last.pt and best.pt verdicts, drift, environment, logout survival, advice.
 
     `follow(run_dir, probe)` is the run's backend's view of where its trainer writes (yolotui.jobs.doctor passes
-    it); None: the run folder is the trainer's own.
+    it); None: the run folder is the trainer's own. `advise(recommended, run_dir, last)` is the backend's own
+    advice (Backend.doctor_advice), None to keep the generic one.
     """
     run_dir = Path(run_dir)
     status = read_status(run_dir)
@@ -182,11 +184,10 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
         if str(outputs) != str(run_dir):
             notes.append(f"official trainer's folder: {outputs}")
         notes.extend(f"trainer {line}" for line in official.env_lines)
-    from yolotui.health import ultralytics_layout
-
-    if ultralytics_layout.uses_ultralytics(run_dir):  # its arguments live in the checkpoint: no files to drift
+    own = advise(recommended, run_dir, last) if advise is not None else None
+    if own is not None:  # a backend with its own advice keeps its arguments in the checkpoint: no files to drift
         drift = []
-        recommended, command = ultralytics_layout.doctor_advice(recommended, run_dir, last)
+        recommended, command = own
         advice += f"; {command}" if command else ""
     if drift and recommended in (RESUME, RESUME_FALLBACK):
         advice += "; the config changed since the start (see drift): review it before resuming"

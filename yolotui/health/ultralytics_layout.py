@@ -70,33 +70,3 @@ def describe_classes(classes: list[str]) -> str:
                 "torch.nn modules, numpy arrays): yolotui's shim refuses to load it")
     return ("ultralytics layout: its pickled classes are all on the allow-list (ultralytics classes, torch.nn "
             "modules); read by scanning, never unpickled")
-
-
-def uses_ultralytics(run_dir: Any) -> bool:
-    """True for a run whose run.yaml names the ultralytics backend."""
-    from pathlib import Path
-
-    from yolotui.runs.runconfig import run_yaml_field
-
-    return run_yaml_field(Path(run_dir), "backend") == "ultralytics"
-
-
-def doctor_advice(recommended: str, run_dir: Any, last: Any) -> tuple[str, str]:
-    """(recommendation, the command that works) for an ultralytics run: ultralytics resumes from last.pt only,
-    extends from last.pt or the shim's last.unstripped.pt, and fine-tunes anything else."""
-    from pathlib import Path
-
-    name = Path(run_dir).name
-    stripped = bool(last.info is not None and last.info.epoch == -1)
-    spare = Path(last.path).with_name("last.unstripped.pt").exists()
-    finetune = f"fine-tune: yolotui finetune --backend ultralytics --from {name} --data NEW.yaml"
-    if recommended == "resume":
-        return recommended, f"yolotui resume {name}  (ultralytics' resume=True from {name}/weights/last.pt)"
-    if recommended == "extend-or-finetune" and (not stripped or spare):
-        return recommended, f"extend: yolotui resume {name} --epochs N; or {finetune}"
-    if recommended in ("extend-or-finetune", "finetune", "resume-from-fallback"):
-        why = "stripped, and no last.unstripped.pt to extend from" if stripped else "it cannot resume"
-        return "finetune", f"{finetune} (last.pt is {why})"
-    if recommended == "restart":
-        return recommended, f"yolotui resume {name}  (no usable last.pt: it reruns the original command)"
-    return recommended, ""

@@ -6,10 +6,10 @@ Nothing here prints: callers show the returned warnings and results their own wa
 - new_run.py (train: options checked, run folder, start), launch.py (option files + the backend's command
   under the supervisor), preflight.py (checks before anything detaches), queue.py (--after / --when-free),
   demo.py;
-- resume.py (resume, extend, --from another checkpoint), finetune.py (a new run from another run's weights);
-- exec_run.py (any command, the exec backend), official.py and ultralytics.py (those backends' start, resume,
-  extend and fine-tune);
+- resume.py (the one resume pipeline for every backend: resolve, verdict, lock, the backend's plan, trust,
+  writes, launch), finetune.py (a new run from another run's weights), foreign.py (a new run from another
+  trainer's backend plan), exec_run.py (any command, the exec backend);
 - control.py (stop, save), rm.py (forget runs), doctor.py (advice for a run or a checkpoint), compare.py (runs
-  side by side), tensorboard.py (which folders hold TensorBoard files), runextras.py (notifications, stall
-  timeout, logging, trackers added to run.yaml).
+  side by side), tensorboard.py (which folders hold TensorBoard files, asked of the backend), runextras.py
+  (notifications, stall timeout, logging, trackers added to run.yaml).
 """

@@ -50,18 +50,14 @@ def save(run: str | Path) -> SaveResult:
 def cannot_note(run_dir: Path, capability: str) -> str | None:
     """What the run's backend says it cannot do about `capability` (save_now, mid_epoch_stop), or None when
     it can or says nothing (the wizards and the stop screen show it instead of offering it silently)."""
+    from yolotui.backends import get_backend
+    from yolotui.errors import UserError
     from yolotui.runs.runconfig import read_backend
 
-    backend = read_backend(Path(run_dir))
-    if backend == "ultralytics":
-        from yolotui.backends.ultralytics import CANNOT as ULTRALYTICS_CANNOT
-
-        return ULTRALYTICS_CANNOT.get(capability) if capability != "save_now" else None  # the shim saves
-    if backend != "official":
+    try:
+        return get_backend(read_backend(Path(run_dir))).cannot(capability)
+    except UserError:  # a backend this install does not know: nothing to say about it
         return None
-    from yolotui.backends.official.backend import CANNOT
-
-    return CANNOT.get(capability)
 
 
 __all__ = ["SaveResult", "StopRequest", "StopResult", "cannot_note", "resolve", "save", "stop"]

@@ -73,7 +73,9 @@ def diagnose_run(run_dir: Path, environment: bool = True, logind: bool = True, v
     except (UserError, OSError, ValueError):
         backend = None
     follow = backend.follow if backend is not None else None
-    return diagnose(run_dir, environment=environment, logind=logind, verify_hash=verify_hash, follow=follow)
+    advise = backend.doctor_advice if backend is not None else None
+    return diagnose(run_dir, environment=environment, logind=logind, verify_hash=verify_hash, follow=follow,
+                    advise=advise)
 
 
 def doctor(request: DoctorRequest) -> DoctorResult:

@@ -1,8 +1,8 @@
 """Supervise any command as a detached run (the `exec` backend).
 
-A command that runs the official YOLOv9 train_dual.py / train.py / train_triple.py of a checkout is recognised
-and started with the official backend instead (jobs.official): progress, resume with --resume, remedies; one that
-trains with ultralytics (`yolo train ...`, a script calling YOLO(...).train) with the ultralytics backend.
+A command that a backend recognises as its trainer (Backend.recognise: the official YOLOv9 train_dual.py of a
+checkout, `yolo train ...` of ultralytics ...) is started with that backend instead (jobs.foreign): progress,
+resume, remedies.
 """
 
 from __future__ import annotations
@@ -45,32 +45,9 @@ def exec_run(request: ExecRequest) -> StartedRun:
         raise UserError("no command given: put it after '--', e.g. yolotui exec -- python train.py")
     if request.max_restarts < 0:
         raise UserError(f"--max-restarts must be 0 or more (got {request.max_restarts})")
-    from yolotui.backends.official.backend import recognise_command
-
-    recognised = recognise_command(command)
-    if recognised is not None:  # the official trainer: the same as `yolotui train --backend official`
-        from yolotui.jobs.official import OfficialRunRequest, start_official
-
-        result = start_official(OfficialRunRequest(
-            recognised, max_attempts=request.max_restarts + 1,
-            project=Path(request.project) if request.project is not None else None, name=request.name,
-            exist_ok=True if request.exist_ok else None))
-        result.notes.append(f"recognised the official trainer ({recognised.script} in {recognised.repo}): "
-                            "supervised with the official backend (progress, --resume on retries)")
-        return result
-    from yolotui.backends.ultralytics import recognise_command as recognise_ultralytics
-
-    ultralytics = recognise_ultralytics(command)
-    if ultralytics is not None:  # ultralytics' trainer: the same as `yolotui train --backend ultralytics`
-        from yolotui.jobs.ultralytics import UltralyticsRunRequest, start_ultralytics
-
-        result = start_ultralytics(UltralyticsRunRequest(
-            ultralytics, max_attempts=request.max_restarts + 1, extras=request.extras,
-            project=Path(request.project) if request.project is not None else None, name=request.name,
-            exist_ok=True if request.exist_ok else None))
-        result.notes.append("recognised an ultralytics training: supervised with the ultralytics backend (progress, "
-                            "ultralytics' resume from last.pt on retries)")
-        return result
+    recognised = _recognised_run(command, request)
+    if recognised is not None:  # a backend's trainer: the same run as `yolotui train --backend NAME`
+        return recognised
     request.name = request.name or "exp"
     request.project = request.project or "runs/exec"
     validate_name(request.name)
@@ -83,3 +60,24 @@ def exec_run(request: ExecRequest) -> StartedRun:
     launch(run_dir, spec.command, name=run_dir.name, backend=backend.name, max_attempts=request.max_restarts + 1,
            env=spec.env or None, cwd=spec.cwd, extra=extra or None, slurm=request.slurm)
     return started(run_dir, "started", [])
+
+
+def _recognised_run(command: list[str], request: ExecRequest) -> StartedRun | None:
+    """The run started by the first backend that recognises `command` as its trainer (Backend.recognise), or
+    None for a command no backend claims."""
+    from yolotui.backends import backend_names
+    from yolotui.jobs.foreign import start_planned
+
+    cwd = Path.cwd()
+    for name in backend_names():
+        backend = get_backend(name)
+        found = backend.recognise(command, cwd)
+        if found is None:
+            continue
+        recognised, note = found
+        plan = backend.exec_plan(recognised, Path(request.project) if request.project is not None else None,
+                                 request.name, True if request.exist_ok else None, cwd)
+        result = start_planned(backend.name, plan, max_attempts=request.max_restarts + 1, extras=request.extras)
+        result.notes.append(note)
+        return result
+    return None

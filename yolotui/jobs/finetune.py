@@ -10,24 +10,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from yolotui.errors import UserError
 from yolotui.jobs.launch import StartedRun
 from yolotui.jobs.runextras import RunExtras
+from yolotui.runs.resolve import FinetuneSource, resolve_source
 
 # Options taken from the source run's opt.yaml when not given.
 INHERITED = ("batch_size", "imgsz", "device", "workers", "optimizer", "seed", "cos_lr", "flat_cos_lr", "fixed_lr",
              "save_period_min")
-
-
-@dataclass(frozen=True)
-class FinetuneSource:
-    """A resolved --from: the checkpoint file and the run folder it belongs to (None for a loose file)."""
-
-    checkpoint: Path
-    run_dir: Path | None
 
 
 @dataclass
@@ -49,36 +41,15 @@ class FinetuneRequest:
     slurm: Any | None = None  # yolotui.placement.slurm.SlurmOptions: run it as a SLURM job
 
 
-def resolve_source(value: str) -> FinetuneSource:
-    """The checkpoint and run folder a --from value names; UserError when it holds no weights yet."""
-    path = Path(value).expanduser()
-    if path.is_file():
-        run_dir = path.parent.parent if path.parent.name == "weights" else None
-        known = run_dir is not None and ((run_dir / "opt.yaml").exists() or (run_dir / "args.yaml").exists())
-        return FinetuneSource(path.resolve(), run_dir.resolve() if known and run_dir is not None else None)
-    if path.is_dir() and ((path / "opt.yaml").exists() or (path / "args.yaml").exists()):  # args.yaml: ultralytics'
-        run_dir = path.resolve()
-    else:
-        from yolotui.runs.resolve import resolve_run
-
-        run_dir = Path(resolve_run(value))
-    for name in ("best.pt", "last.pt"):
-        candidate = run_dir / "weights" / name
-        if candidate.is_file():
-            return FinetuneSource(candidate, run_dir)
-    raise UserError(f"--from {value}: {run_dir} has no weights/best.pt or last.pt yet")
-
-
 def finetune_options(request: FinetuneRequest, source: FinetuneSource) -> dict[str, Any]:
     """The new run's training options: given ones, else the source run's, else the defaults."""
     from yolotui.config import load_yaml
     from yolotui.runs import layout
 
     source_run, ckpt = source.run_dir, source.checkpoint
-    from yolotui.jobs.ultralytics import engine_finetune_options, is_ultralytics_run
-
-    if is_ultralytics_run(source_run) or _is_ultralytics_checkpoint(ckpt):  # ultralytics YOLOv9 -> gelan-*
-        source_opt = engine_finetune_options(ckpt, source_run)[0]
+    mapped = _foreign_options(source)
+    if mapped is not None:  # another trainer's run or checkpoint (ultralytics YOLOv9 -> gelan-*)
+        source_opt = mapped[0]
     else:
         source_opt = load_yaml(source_run / layout.OPT_YAML, "opt.yaml") if source_run else {}
     given: dict[str, Any] = {
@@ -105,20 +76,16 @@ def finetune_options(request: FinetuneRequest, source: FinetuneSource) -> dict[s
     return given
 
 
-def _is_ultralytics_checkpoint(path: Path) -> bool:
-    """True when the scan of `path` finds ultralytics' checkpoint layout."""
-    from yolotui.health.checkpoint import ULTRALYTICS, inspect_checkpoint
+def _foreign_options(source: FinetuneSource) -> tuple[dict[str, Any], list[str]] | None:
+    """(options, notes) a backend maps from another trainer's source run or checkpoint, or None when the source
+    is yolotui's own (Backend.finetune_source_options)."""
+    from yolotui.backends import backend_names, get_backend
 
-    return inspect_checkpoint(path, verify_hash=False).kind == ULTRALYTICS
-
-
-def _ultralytics_notes(source: FinetuneSource) -> list[str]:
-    """What maps from an ultralytics source into yolotui's engine ([] for any other source)."""
-    from yolotui.jobs.ultralytics import engine_finetune_options, is_ultralytics_run
-
-    if not (is_ultralytics_run(source.run_dir) or _is_ultralytics_checkpoint(source.checkpoint)):
-        return []
-    return engine_finetune_options(source.checkpoint, source.run_dir)[1]
+    for name in backend_names():
+        mapped = get_backend(name).finetune_source_options(source.checkpoint, source.run_dir)
+        if mapped is not None:
+            return mapped
+    return None
 
 
 def finetune(request: FinetuneRequest) -> StartedRun:
@@ -146,6 +113,6 @@ def finetune(request: FinetuneRequest) -> StartedRun:
     prepared.hyp = hyp
     note = (f"fine-tuning from {source.checkpoint} (lr0 {hyp['lr0']:.3g}, freeze {prepared.opt['freeze']}, "
             f"{prepared.opt['epochs']} epochs)")
-    notes = [note, *_ultralytics_notes(source)]
+    notes = [note, *(_foreign_options(source) or ({}, []))[1]]
     return launch_prepared(prepared, NewRunRequest(options={}, layout=request.layout, slurm=request.slurm),
                            notes=notes, run_extra=run_extra)

@@ -7,14 +7,13 @@ fix:
 
 - `check_data`: the data.yaml parses (bounded YAML), names its splits, and train and val hold images;
 - `check_model`: the model YAML parses, has backbone and head lists of [from, number, module, args] rows,
-  and names only modules the engine knows (configs/modules.py);
-- `check_resume_checkpoint`: the health verdict of last.pt (container, CRCs, pickle scan, manifest) allows
-  a resume.
+  and names only modules the engine knows (configs/modules.py).
+
+The resume's check of last.pt is the engine backend's (yolotui/backends/engine/resume.py).
 """
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -56,16 +55,3 @@ def check_model(cfg: str | Path) -> int:
             raise UserError(f"--cfg {path}: layer {index}: unknown module {str(row[2])[:40]!r}; known modules: "
                             f"{', '.join(sorted(KNOWN_MODULES))}")
     return len(rows)
-
-
-def check_resume_checkpoint(last: Path, total_epochs: int | None = None) -> None:
-    """UserError unless the health verdict of `last` allows a resume (resumable, or finished for an extension)."""
-    from yolotui.health.verdict import FINISHED, RESUMABLE, diagnose_checkpoint
-
-    verdict = diagnose_checkpoint(Path(last), total_epochs, find_fallback=True)
-    if verdict.verdict in (RESUMABLE, FINISHED):
-        return
-    reason = verdict.reasons[0] if verdict.reasons else verdict.verdict
-    fallback = f"; resume from {Path(verdict.fallback).name} with --from {shlex.quote(Path(verdict.fallback).name)}" \
-        if verdict.fallback else ""
-    raise UserError(f"{last}: {verdict.verdict}: {reason}{fallback} (see `yolotui doctor`)")

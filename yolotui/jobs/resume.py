@@ -1,20 +1,17 @@
-"""Resume and extend: continue a run from weights/last.pt with its saved options, a few of them changed.
+"""Resume and extend: one pipeline for every backend.
 
-Only epochs, batch_size (accumulation re-derived, nominal batch 64 kept), device and workers may change.
-An `epochs` above the planned total extends the run (also a finished one): the LR schedule is re-planned
-as if that many epochs had been planned from the start. With no target, the newest interrupted run is
-resumed. `from_ckpt` (`resume --from CKPT`) first makes another checkpoint of the run (best.pt, epochN.pt) its
-last.pt (restore_last): used when last.pt is damaged or missing and doctor names a fallback. The damaged last.pt (and its manifest)
-are kept beside it as `last.pt.damaged-<time>` for inspection; the chosen checkpoint is copied over
-`last.pt` atomically (temp file, fsync, replace) with its manifest, so the trainer resumes from it exactly
-as from any last.pt. Torch-free: the choice is checked with yolotui.health.
+resolve the run -> refuse a foreign-owned folder or a live SLURM job -> the backend refuses options that do not
+apply -> claim the run's lock (of two resumes at once exactly one gets past here; the other is told who holds
+it) -> the backend's plan (verdict, changed options, writes: yolotui.backends.base.ResumePlan) -> the trust
+check of what the plan runs as the folder holds it (yolotui.runs.runconfig's seal: shown, and confirmed on a terminal or
+by --trust) -> the plan's writes -> launch, handing the lock to the supervisor. Overrides travel one way (the
+plan), and the run keeps its indexed name (runs.index.name_for). With no target, the newest interrupted run is
+resumed. Torch-free.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +19,6 @@ from typing import Any
 from yolotui.errors import UserError
 from yolotui.jobs.launch import StartedRun, started
 from yolotui.jobs.runextras import RunExtras
-from yolotui.runs import layout
-from yolotui.runs.atomic import atomic_open, fsync_dir
 
 RESUME_CHANGEABLE = ("epochs", "batch_size", "device", "workers")
 
@@ -48,6 +43,8 @@ class ResumeRequest:
     extras: RunExtras = field(default_factory=RunExtras)  # given again: replace the run's; else kept
     slurm: Any | None = None
     force: bool = False  # resume a folder another user owns (runs.ownership) all the same
+    trust: bool = False  # run a command/env/logging config this user's yolotui did not write (the seal in runs.runconfig)
+    confirm: Callable[[str], bool] | None = None  # asks the user about what `trust` would allow (a terminal)
 
 
 def refuse_unchangeable(given: dict[str, Any], hint: str) -> None:
@@ -104,120 +101,122 @@ def newest_resumable() -> Path:
 
 def resume(request: ResumeRequest) -> StartedRun:
     """Check the run can resume (or extend), then relaunch its trainer with the changed options."""
-    from yolotui.jobs.launch import start_training
-    from yolotui.placement.distributed import saved_layout
+    from yolotui.backends import get_backend
+    from yolotui.backends.base import ResumeOptions
+    from yolotui.placement.launcher import refuse_live_slurm_job
+    from yolotui.placement.ownership import refuse_foreign
     from yolotui.runs import lock
     from yolotui.runs.runconfig import read_backend
 
-    epochs, batch_size, device, workers = request.epochs, request.batch_size, request.device, request.workers
-    run_extra = request.extras.entries()
     run_dir = run_dir_for(request.target)
-    from yolotui.placement.ownership import refuse_foreign
-
     refuse_foreign(run_dir, request.force)  # before anything in the folder is read for the decision or changed
-    from yolotui.placement.launcher import refuse_live_slurm_job
-
     refuse_live_slurm_job(run_dir)  # a SLURM run's liveness is its job; before anything in the folder changes
-    if read_backend(run_dir) == "official":  # the official trainer's own --resume semantics (jobs.official)
-        if request.from_ckpt or any(request.layout.values() if request.layout else ()):
-            raise UserError("an official run resumes from its weights/last.pt with the official --resume; "
-                            "--from and the process-layout flags do not apply to it")
-        if request.slurm is not None:
-            raise UserError("--slurm does not go with an official-backend run yet; resume it here")
-        from yolotui.jobs.official import resume_official
-
-        return resume_official(run_dir, epochs, batch_size, device, workers)
-    if read_backend(run_dir) == "ultralytics":  # ultralytics' own resume=True from last.pt (jobs.ultralytics)
-        if request.from_ckpt or any(request.layout.values() if request.layout else ()) or request.slurm is not None:
-            raise UserError("an ultralytics run resumes from its weights/last.pt with ultralytics' resume; --from, "
-                            "--slurm and the process-layout flags do not apply to it")
-        from yolotui.jobs.ultralytics import resume_ultralytics
-
-        return resume_ultralytics(run_dir, epochs, batch_size, device, workers)
-    # The run's lock first, before anything is read for the decision or written: of two
-    # simultaneous resumes exactly one gets here; the other exits 1 naming the winner.
+    backend = get_backend(read_backend(run_dir))
+    options = ResumeOptions(epochs=request.epochs, batch_size=request.batch_size, device=request.device,
+                            workers=request.workers, from_ckpt=request.from_ckpt, layout=dict(request.layout or {}),
+                            slurm=request.slurm)
+    backend.check_resume_options(run_dir, options)
     if _never_started_queued(run_dir):
         return _requeue(run_dir, request)  # queued again as it was (its launch takes the lock)
+    run_extra = request.extras.entries()  # a bad --log-config is refused before the lock is taken
+    # The run's lock first, before anything is read for the decision or written: of two
+    # simultaneous resumes exactly one gets here; the other exits 1 naming the winner.
     lock_fd = lock.claim(run_dir, "yolotui resume")
     try:
-        opt, overrides, manifest, done, planned = _prepare(run_dir, request, epochs, batch_size, device, workers)
+        plan = backend.prepare_resume(run_dir, options)
+        _check_trust(run_dir, plan.stored if plan.stored is not None else backend.resume_trusts, request)
+        notes = list(plan.notes)
+        for write in plan.writes:
+            notes += write() or []
     except BaseException:
         lock.release(lock_fd)
         raise
-    saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
-    if overrides["device"] is not None:
-        saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
+    if plan.spec is None:
+        warnings = _launch_training(run_dir, request, plan, backend.name, run_extra, lock_fd)
+    else:
+        warnings = []
+        _relaunch(run_dir, plan, backend.name, run_extra, lock_fd)
+    return started(run_dir, plan.verb, warnings, notes)
+
+
+def _check_trust(run_dir: Path, fields: tuple[str, ...], request: ResumeRequest) -> None:
+    """UserError unless what the plan runs as the folder holds it is sealed by this user, or the user trusts it
+    (--trust, or a `y` to request.confirm)."""
+    from yolotui.runs.runconfig import describe_untrusted, read_run_config, untrusted_fields
+
+    if request.trust or not fields or not (run_dir / "run.yaml").exists():
+        return
+    found = untrusted_fields(read_run_config(run_dir), fields)
+    if not found:
+        return
+    if request.confirm is not None and request.confirm(describe_untrusted(run_dir, found)):
+        return
+    names = ", ".join(found)
+    raise UserError(f"{run_dir}/run.yaml: {names} not written by yolotui on this machine (restored, copied or "
+                    f"edited); check them and resume with --trust to run them")
+
+
+def untrusted(run_dir: Path) -> str | None:
+    """What a resume of `run_dir` would ask the user to trust (the TUI's resume wizard shows it), or None."""
+    from yolotui.backends import get_backend
+    from yolotui.runs.runconfig import describe_untrusted, read_backend, read_run_config, untrusted_fields
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "run.yaml").exists():
+        return None
     try:
+        fields = get_backend(read_backend(run_dir)).resume_trusts
+        found = untrusted_fields(read_run_config(run_dir), fields)
+    except UserError:
+        return None
+    return describe_untrusted(run_dir, found) if found else None
+
+
+def _launch_training(run_dir: Path, request: ResumeRequest, plan: Any, backend: str, run_extra: dict[str, Any],
+                     lock_fd: int) -> list[str]:
+    """A plan without a command: the job layer's training launch of the plan's options (yolotui's engine)."""
+    from yolotui.jobs.launch import start_training
+    from yolotui.placement.distributed import saved_layout
+
+    try:
+        saved = saved_layout(run_dir)  # the layout of the last launch; flags given now replace its entries
+        if plan.overrides.get("device") is not None:
+            saved.pop("nproc_per_node", None)  # a new device list sets the process count anew
         from yolotui.placement.slurm import recorded_options
 
         slurm = request.slurm if request.slurm is not None else recorded_options(run_dir)
     except BaseException:
+        from yolotui.runs import lock
+
         lock.release(lock_fd)
         raise
-    warnings = start_training(run_dir, opt, overrides, dist_flags={**saved, **(request.layout or {})},
-                              backend=read_backend(run_dir), slurm=slurm, run_extra=run_extra, lock_fd=lock_fd)
-    verb = "extending" if epochs is not None and epochs > planned else "resumed"
-    from yolotui import formatting
-
-    note = f"{verb} after {formatting.epochs_done(done, epochs or planned, manifest.get('step', 0))}"
-    return started(run_dir, verb, warnings, [note])
+    return start_training(run_dir, plan.options or {}, plan.overrides, dist_flags={**saved, **(request.layout or {})},
+                          backend=backend, slurm=slurm, run_extra=run_extra, lock_fd=lock_fd)
 
 
-def _manifest_int(manifest: dict[str, Any], key: str, last: Path) -> int:
-    value = manifest.get(key, 0)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise UserError(f"unreadable: {last.name}.json: {key}: expected a whole number; run yolotui doctor")
-    return value
+def _relaunch(run_dir: Path, plan: Any, backend: str, run_extra: dict[str, Any], lock_fd: int) -> None:
+    """Launch the plan's command under the supervisor with the run's restart settings and run.yaml entries."""
+    from yolotui.jobs.runextras import carried_over
+    from yolotui.placement.launcher import launch
+    from yolotui.runs.index import name_for
+    from yolotui.runs.runconfig import RESERVED_KEYS, read_run_config, restart_settings
 
+    try:
+        config = read_run_config(run_dir)
+        max_attempts, backoff_s, _ = restart_settings(config)
+    except BaseException:
+        from yolotui.runs import lock
 
-def _prepare(run_dir: Path, request: ResumeRequest, epochs: int | None, batch_size: int | None,
-             device: str | None, workers: int | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any],
-                                                               int, int]:
-    """With the run's lock held: check the run can resume and write its option files.
-
-    Returns (opt, overrides, manifest, epochs done, epochs planned).
-    """
-    from yolotui.config import load_hyp, load_yaml
-    from yolotui.devices import device_string, parse_device
-    from yolotui.jobs.launch import write_run_files
-    from yolotui.jobs.preflight import check_resume_checkpoint
-    from yolotui.runs import layout
-    from yolotui.runs.atomic import read_json
-    from yolotui.runs.manifest import reconcile_run
-
-    reconcile_run(run_dir)  # a save cut short by a kill is settled before last.pt is judged
-    if request.from_ckpt:
-        restore_last(run_dir, request.from_ckpt)
-    last = run_dir / layout.WEIGHTS_DIR / layout.LAST_PT
-    if not last.exists():
-        raise UserError(f"{run_dir}: no weights/last.pt to resume from; start it again with yolotui train")
-    manifest = read_json(layout.manifest_path(last))
-    if not isinstance(manifest, dict):
-        raise UserError(f"{last}: its manifest {last.name}.json is missing or unreadable; run yolotui doctor")
-    done, planned = _manifest_int(manifest, "epoch", last), _manifest_int(manifest, "epochs", last)
-    if batch_size is not None and batch_size < 1:
-        raise UserError(f"--batch-size {batch_size}: must be at least 1")
-    if workers is not None and workers < 0:
-        raise UserError(f"--workers {workers}: cannot be negative")
-    if epochs is not None:
-        if epochs < 1:
-            raise UserError(f"--epochs {epochs}: must be at least 1")
-        if epochs <= done and done >= planned:
-            raise UserError(f"run {run_dir.name} has finished {done} epochs: give --epochs above {done} to extend it")
-        if epochs < done:
-            raise UserError(f"--epochs {epochs}: the run has already done {done} epochs; give at least {done + 1}")
-    elif done >= planned:
-        raise UserError(f"run {run_dir.name} finished all {planned} epochs: extend it with --epochs N (N > {done})")
-    if device is not None:
-        device = device_string(parse_device(device))
-    check_resume_checkpoint(last, epochs)  # last.pt's verdict must allow the resume
-    opt: dict[str, Any] = load_yaml(run_dir / layout.OPT_YAML, "opt.yaml")
-    overrides = {"epochs": epochs, "batch_size": batch_size, "device": device, "workers": workers}
-    for key, value in overrides.items():
-        if value is not None:
-            opt[key] = value
-    write_run_files(run_dir, opt, load_hyp(run_dir / layout.HYP_YAML))
-    return opt, overrides, manifest, done, planned
+        lock.release(lock_fd)
+        raise
+    spec = plan.spec
+    extra = {k: v for k, v in config.items() if k not in RESERVED_KEYS and k not in ("logout", "trust")}
+    extra.update(carried_over(run_dir, run_extra) if run_extra else {})
+    extra.update(spec.extra)
+    restart = {k: v for k, v in (config.get("restart") or {}).items() if k not in ("max_attempts", "backoff_s")}
+    launch(run_dir, spec.command, name=plan.name or name_for(run_dir), backend=backend, device=plan.device,
+           max_attempts=max_attempts, env=spec.env, extra=extra, backoff_s=backoff_s, cwd=spec.cwd, restart=restart,
+           lock_fd=lock_fd)
 
 
 def _never_started_queued(run_dir: Path) -> bool:
@@ -241,45 +240,6 @@ def _requeue(run_dir: Path, request: ResumeRequest) -> StartedRun:
         raise UserError(f"run {run_dir.name} never started (it was queued): it is queued again as it was, so "
                         f"--{(changed or ['layout'])[0].replace('_', '-')} cannot be given; start a new run to "
                         "change its options")
-    relaunch(run_dir)
+    _check_trust(run_dir, ("command", "env", "logging"), request)  # it runs run.yaml as it stands
+    relaunch(run_dir, trusted=True)
     return started(run_dir, "queued", [], [describe_spec(run_yaml_field(run_dir, "queue"))])
-
-
-def _copy_atomic(source: Path, target: Path) -> None:
-    """Copy `source` over `target` through runs.atomic (a fresh temp file, never through a symlink)."""
-    with open(source, "rb") as reader, atomic_open(target, "wb") as writer:
-        shutil.copyfileobj(reader, writer, 1 << 20)
-
-
-def restore_last(run_dir: Path, value: str) -> Path:
-    """Copy checkpoint `value` (a path, or a file name in RUN/weights) over RUN/weights/last.pt; returns it."""
-    from yolotui.health.verdict import FINISHED, RESUMABLE, diagnose_checkpoint
-
-    weights = layout.weights_dir(run_dir)
-    source = Path(value).expanduser()
-    if not source.is_absolute() and not source.exists():
-        source = weights / value
-    if not source.is_file():
-        raise UserError(f"--from {value}: no such checkpoint in {weights}")
-    source = source.resolve()
-    if source.parent != weights.resolve():
-        raise UserError(f"--from {value}: resume takes a checkpoint of this run ({weights}); to start from "
-                        "another run's weights use `yolotui finetune --from`")
-    last = weights / layout.LAST_PT
-    if source == last.resolve():
-        return last
-    verdict = diagnose_checkpoint(source, find_fallback=False)
-    if verdict.verdict not in (RESUMABLE, FINISHED):
-        reason = verdict.reasons[0] if verdict.reasons else verdict.verdict
-        raise UserError(f"--from {source.name}: {verdict.verdict} ({reason}); it cannot be resumed from")
-    manifest = layout.manifest_path(source)
-    if not manifest.is_file():
-        raise UserError(f"--from {source.name}: its manifest {manifest.name} is missing; resume needs it")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for old in (last, layout.manifest_path(last)):
-        if old.exists():
-            os.replace(old, old.with_name(f"{old.name}.damaged-{stamp}"))
-    _copy_atomic(source, last)
-    _copy_atomic(manifest, layout.manifest_path(last))
-    fsync_dir(weights)
-    return last

@@ -63,17 +63,17 @@ def has_event_files(folder: Path, depth: int = SEARCH_DEPTH) -> bool:
 
 def candidate_folders(run_dir: Path) -> list[tuple[Path, str]]:
     """(folder, what it is) where the run's event files may be, the run's own first, no duplicates."""
+    from yolotui.backends import get_backend
+    from yolotui.errors import UserError
     from yolotui.runs.runconfig import read_backend, run_yaml_field
     from yolotui.runs.trackers import tensorboard_dir
 
     run_dir = Path(run_dir)
-    found: list[tuple[Path, str]] = []
     backend = read_backend(run_dir)
-    official = run_yaml_field(run_dir, "official")
-    if backend == "official" or isinstance(official, dict):
-        recorded = official.get("save_dir") if isinstance(official, dict) else None
-        found.append((Path(recorded) if isinstance(recorded, str) and recorded else run_dir,
-                      "the official trainer's own event files"))
+    try:
+        found = list(get_backend(backend).tensorboard_folders(run_dir))
+    except UserError:  # a backend this install does not know: its folders are unknown too
+        found = []
     save_dir = run_yaml_field(run_dir, "save_dir")
     if isinstance(save_dir, str) and save_dir:
         found.append((Path(save_dir), f"the {backend} trainer's save_dir"))

@@ -93,10 +93,17 @@ def trusted_changes(remedies: list[dict[str, Any]]) -> dict[str, dict[str, Any]]
     return {"args": args, "env": env}
 
 
-def relaunch_plan(run_dir: Path) -> dict[str, Any]:
-    """The launch() arguments that continue an interrupted run (see the module docstring)."""
+def relaunch_plan(run_dir: Path, trusted: bool = False) -> dict[str, Any]:
+    """The launch() arguments that continue an interrupted run (see the module docstring); UserError for a
+    run.yaml this user's yolotui did not write, unless the caller says the user `trusted` it."""
     run_dir = Path(run_dir)
     config = read_run_config(run_dir)
+    from yolotui.runs.runconfig import untrusted_fields
+
+    found = {} if trusted else untrusted_fields(config)
+    if found:  # restored, copied in or edited: never run unattended (yolotui resume asks, or takes --trust)
+        raise UserError(f"{run_dir}/run.yaml: {', '.join(found)} not written by yolotui on this machine; check them "
+                        f"and resume with `yolotui resume {run_dir} --trust`")
     status = read_status(run_dir)
     resume_args = [str(a) for a in config.get("resume_args") or []]
     command = [str(a) for a in config["command"]]
@@ -124,11 +131,12 @@ def relaunch_plan(run_dir: Path) -> dict[str, Any]:
             "queue": config.get("queue") if never_started else None}
 
 
-def relaunch(run_dir: Path) -> None:
-    """Start a new supervisor for an interrupted run (UserError when it cannot be, e.g. it is live again)."""
+def relaunch(run_dir: Path, trusted: bool = False) -> None:
+    """Start a new supervisor for an interrupted run (UserError when it cannot be, e.g. it is live again, or
+    its run.yaml is not this user's yolotui's and not `trusted`)."""
     from yolotui.placement.launcher import launch
 
-    launch(Path(run_dir), **relaunch_plan(run_dir))
+    launch(Path(run_dir), **relaunch_plan(run_dir, trusted))
 
 
 def preempted_first(run_dirs: list[Path]) -> list[Path]:

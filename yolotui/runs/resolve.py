@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from yolotui.errors import UserError
@@ -73,3 +74,29 @@ def resolve_run(value: str) -> Path:
     hint = f"; did you mean {', '.join(close)}?" if close else "; see `yolotui ls` for the runs yolotui knows"
     what = "no run folder or indexed run" if looks_like_path(value) else "unknown run"
     raise UserError(f"{what} {value!r}{hint}")
+
+
+@dataclass(frozen=True)
+class FinetuneSource:
+    """A resolved --from: the checkpoint file and the run folder it belongs to (None for a loose file)."""
+
+    checkpoint: Path
+    run_dir: Path | None
+
+
+def resolve_source(value: str) -> FinetuneSource:
+    """The checkpoint and run folder a --from value names; UserError when it holds no weights yet."""
+    path = Path(value).expanduser()
+    if path.is_file():
+        run_dir = path.parent.parent if path.parent.name == "weights" else None
+        known = run_dir is not None and ((run_dir / "opt.yaml").exists() or (run_dir / "args.yaml").exists())
+        return FinetuneSource(path.resolve(), run_dir.resolve() if known and run_dir is not None else None)
+    if path.is_dir() and ((path / "opt.yaml").exists() or (path / "args.yaml").exists()):  # args.yaml: ultralytics'
+        run_dir = path.resolve()
+    else:
+        run_dir = Path(resolve_run(value))
+    for name in ("best.pt", "last.pt"):
+        candidate = run_dir / "weights" / name
+        if candidate.is_file():
+            return FinetuneSource(candidate, run_dir)
+    raise UserError(f"--from {value}: {run_dir} has no weights/best.pt or last.pt yet")

@@ -220,8 +220,11 @@ def update_record(run_dir: Path, tracker: str, **fields: Any) -> bool:
         records = data.get(RECORDS_KEY) if isinstance(data.get(RECORDS_KEY), dict) else {}
         record = dict(records.get(tracker) or {}) if isinstance(records.get(tracker), dict) else {}
         record.update(fields)
+        from yolotui.runs.runconfig import is_trusted
+
+        trusted = is_trusted(data)  # a record added by the trainer vouches for nothing else in the file
         data[RECORDS_KEY] = {**records, tracker: record}
-        write_run_config(Path(run_dir), data)
+        write_run_config(Path(run_dir), data, trusted=trusted)
         return True
 
 

@@ -38,26 +38,8 @@ import signal
 from typing import Any
 
 from yolotui.runs.layout import FAILED, FINISHED, INTERRUPTED, STOPPED
-from yolotui.runs.runconfig import (  # noqa: F401 (run.yaml's restart settings, through policy as before)
-    DEFAULT_BACKOFF_MAX_S,
-    DEFAULT_BACKOFF_S,
-    restart_settings,
-    set_flag,
-)
-from yolotui.supervisor.decision import (  # noqa: F401 (policy.Decision, policy.OOM ... are this module's API too)
-    COMM,
-    CRASH,
-    DATA,
-    DISK,
-    HANG,
-    HOST_OOM,
-    KILLED,
-    NAN,
-    OOM,
-    PREEMPTED,
-    Decision,
-    backoff_delay,
-)
+from yolotui.runs.runconfig import set_flag
+from yolotui.supervisor.decision import CRASH, DATA, DISK, HANG, HOST_OOM, KILLED, PREEMPTED, Decision
 from yolotui.supervisor.remedies import plan_remedy
 
 # The official trainer's (and YOLOv5's) last line of a completed training; what follows it (strip_optimizer,
@@ -240,25 +222,14 @@ def merge_changes(so_far: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]
 
 
 def resume_usable(run_config: dict[str, Any]) -> bool:
-    """Whether the retry may add `resume_args`: run.yaml's `resume_check` ("module:function", a backend's
-    check of its `resume_if_usable` checkpoint) says so; True when the run names no check.
+    """Whether the retry may add `resume_args`: the run's backend says so (Backend.resume_usable: the official
+    and ultralytics backends resume only from a resumable last.pt and rerun the original command otherwise).
+    False when the backend cannot be loaded or its check fails: resume only what is known to be usable."""
+    from yolotui.backends import get_backend
 
-    The official backend resumes with `--resume RUN/weights/last.pt` only when that checkpoint is resumable;
-    with a missing or damaged last.pt its original command starts the run over (yolotui/backends/official/backend.py).
-    The check is named in run.yaml, not imported here: the job layer (runs) knows nothing of backends or health.
-    """
-    target = run_config.get("resume_check")
-    if not target:
-        return True
-    import importlib
-
-    module_name, _, function = str(target).partition(":")
-    if not module_name.startswith("yolotui.backends."):  # run.yaml names a backend's check, nothing else
-        return False
     try:
-        check = getattr(importlib.import_module(module_name), function)
-        return bool(check(run_config))
-    except Exception:  # a broken check must not stop the retry: resume only what is known to be usable
+        return bool(get_backend(run_config.get("backend") or None).resume_usable(run_config))
+    except Exception:  # a broken check must not stop the retry itself
         return False
 
 

@@ -94,7 +94,7 @@ def with_json(args: Sequence[str]) -> list[str]:
     """ARGS plus `--json` when the command starts a run (so its answer is read as JSON)."""
     args = [str(a) for a in args]
     if args and args[0] in JSON_COMMANDS and "--json" not in args:
-        if args[0] == "exec" and "--" in args:
+        if "--" in args:  # `yolotui exec ... -- COMMAND`: yolotui's own flags end at `--`
             cut = args.index("--")
             return [*args[:cut], "--json", *args[cut:]]
         return [*args, "--json"]

@@ -246,7 +246,7 @@ def source_facts(value: str) -> SourceFacts:
     text = str(value).strip()
     if not text:
         raise UserError("give a run (name or folder) or a checkpoint file to fine-tune from")
-    from yolotui.jobs.finetune import resolve_source
+    from yolotui.runs.resolve import resolve_source
 
     source = resolve_source(text)
     ckpt, run_dir = source.checkpoint, source.run_dir

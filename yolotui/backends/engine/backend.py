@@ -44,6 +44,8 @@ class EngineBackend(Backend):
 
     name = "yolotui"
     label = "engine"
+    takes_training_options = True
+    resume_trusts = ("logging",)  # its command is rebuilt from opt.yaml; the logging config is carried over
     capabilities = Capabilities(save_now=True, mid_epoch_stop=True, resume=True, extend=True, lr_scale=True,
                                 distributed=True)
 
@@ -62,6 +64,15 @@ class EngineBackend(Backend):
     def resume_command(self, request: CommandRequest) -> LaunchSpec:
         """The same command with the changed options as flags; the trainer finds weights/last.pt itself."""
         return self._spec(request, request.overrides)
+
+    def prepare_resume(self, run_dir: Path, options: Any) -> Any:
+        """The engine's resume plan: checked and written under the run's lock (yolotui/backends/engine/resume.py)."""
+        from yolotui.backends.engine.resume import prepare_resume
+
+        return prepare_resume(run_dir, options)
+
+    def check_resume_options(self, run_dir: Path, options: Any) -> None:
+        """Every resume option applies to the engine (--from, the layout flags, --slurm)."""
 
     def remedies(self) -> frozenset[str]:
         """All of them: it takes --batch-size, --accumulate and --lr-scale and resumes exactly."""

@@ -1,7 +1,8 @@
 """The `exec` backend: any command the user gives (`yolotui exec -- CMD ...`), supervised as it is.
 
 yolotui knows nothing of its outputs: it may write results.csv and weights/ into the run folder (then the
-TUI shows them), or not. Retries rerun the same command (plus run.yaml's `resume_args`, if set); a batch
+TUI shows them), or not. Retries, and `yolotui resume`, rerun the same command (plus run.yaml's `resume_args`,
+if set); a batch
 flag on its command line is halved on an out-of-memory failure. `save_signal: true` in run.yaml (the
 `--save-signal` flag) says the command writes a checkpoint on SIGUSR1.
 """
@@ -40,9 +41,33 @@ class ExecBackend(Backend):
         return LaunchSpec(command=list(request.argv))
 
     def resume_command(self, request: CommandRequest) -> LaunchSpec:
-        """A generic command has no resume of its own: start it again with `yolotui exec`."""
-        raise UserError(f"{request.run_dir}: an exec run cannot be resumed by yolotui; start the command again "
-                        "with `yolotui exec` (its own resume flags, if any, go after `--`)")
+        """The run's own command again (with run.yaml's `resume_args`, if any: `resume_first`), its env and
+        working folder; a generic command takes no changed options."""
+        from yolotui.runs.runconfig import read_run_config
+
+        if request.overrides:
+            flags = ", ".join("--" + k.replace("_", "-") for k in sorted(request.overrides))
+            raise UserError(f"{flags}: an exec run reruns its own command unchanged; give its own flags with a new "
+                            "`yolotui exec -- COMMAND`")
+        config = read_run_config(Path(request.run_dir))
+        return LaunchSpec(command=[str(a) for a in config.get("command") or []],
+                          env={str(k): str(v) for k, v in (config.get("env") or {}).items()},
+                          cwd=Path(config["cwd"]) if config.get("cwd") else None, extra={"resume_first": True})
+
+    def check_resume_options(self, run_dir: Path, options: Any) -> None:
+        """--from and the process-layout flags are yolotui engine options; --slurm resubmits as recorded."""
+        if options.from_ckpt or any((options.layout or {}).values()):
+            raise UserError("an exec run reruns its own command: --from and the process-layout flags do not apply")
+
+    def tensorboard_folders(self, run_dir: Path) -> list[tuple[Path, str]]:
+        """An official trainer followed under exec (run.yaml's `official` record) writes its own event files where
+        the official one does."""
+        from yolotui.backends.official.backend import save_dir
+        from yolotui.runs.runconfig import run_yaml_field
+
+        if not isinstance(run_yaml_field(Path(run_dir), "official"), dict):
+            return []
+        return [(save_dir(run_dir), "the official trainer's own event files")]
 
     def remedies(self) -> frozenset[str]:
         """Rerun with backoff, halve a --batch/--batch-size on its command line, set the allocator/NCCL env."""

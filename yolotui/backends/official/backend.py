@@ -8,9 +8,8 @@ train_triple.py), run under yolotui's supervisor through the stdlib shim (yolotu
   there (`--project PARENT --name NAME --exist-ok`), so the official save_dir IS the run folder: results.csv,
   opt.yaml, hyp.yaml and weights/ land where every yolotui reader looks.
 - run.yaml records `backend: official` and `official: {repo, script, python, save_dir, args}`, plus
-  `resume_args: [--resume, RUN/weights/last.pt]`, `resume_if_usable: RUN/weights/last.pt` and `resume_check`
-  (this module's `resume_usable`, named in run.yaml so the supervisor's package imports neither backends nor
-  health): every retry, `yolotui resume RUN`, `resume --interrupted` and the resume wizard add `--resume
+  `resume_args: [--resume, RUN/weights/last.pt]`, `resume_if_usable: RUN/weights/last.pt`; the supervisor asks this backend
+  (`resume_usable`) before it adds them: every retry, `yolotui resume RUN`, `resume --interrupted` and the resume wizard add `--resume
   last.pt` when that file is a resumable checkpoint (yolotui's scan), and rerun the original command otherwise.
 - Resume semantics are the official ones: the official `--resume` reads RUN/opt.yaml, so changes for a resumed
   attempt (the OOM remedy's batch, `resume --epochs N` extending a finished run) are written there, with the
@@ -28,20 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from yolotui.backends.base import (
-    REMEDY_ALLOC_CONF,
-    REMEDY_DEVICE,
-    REMEDY_HALVE_BATCH,
-    REMEDY_NCCL_ENV,
-    REMEDY_OPT_YAML,
-    REMEDY_RETRY,
-    REMEDY_WORKERS,
-    Backend,
-    Capabilities,
-    CommandRequest,
-    LaunchSpec,
-    RunOutputs,
-)
 from yolotui.errors import UserError
 from yolotui.runs import layout
 
@@ -173,7 +158,7 @@ def trainer_command(cmd: OfficialCommand, run_dir: Path, args: list[str]) -> lis
 def resume_settings(run_dir: Path) -> dict[str, Any]:
     """run.yaml's resume entries: `--resume RUN/weights/last.pt` when that checkpoint is resumable."""
     last = layout.weights_dir(Path(run_dir)) / layout.LAST_PT
-    return {"resume_args": ["--resume", str(last)], "resume_if_usable": str(last), "resume_check": RESUME_CHECK}
+    return {"resume_args": ["--resume", str(last)], "resume_if_usable": str(last)}
 
 
 # ------------------------------------------------------------------------------------------ run folders
@@ -217,7 +202,7 @@ def python_for(explicit: str | None, recognised: OfficialCommand | None = None) 
 def resume_usable(run_config: dict[str, Any]) -> bool:
     """Whether run.yaml's `resume_if_usable` checkpoint is resumable by yolotui's scan (the doctor's verdict),
     against the plan in opt.yaml beside it (what the official --resume reads). The supervisor calls this through
-    run.yaml's `resume_check` before adding `--resume RUN/weights/last.pt` (yolotui/supervisor/policy.py)."""
+    the backend (Backend.resume_usable) before adding `--resume RUN/weights/last.pt` (yolotui/supervisor/policy.py)."""
     from yolotui.health.verdict import RESUMABLE, diagnose_checkpoint
 
     path = run_config.get("resume_if_usable")
@@ -230,53 +215,3 @@ def resume_usable(run_config: dict[str, Any]) -> bool:
     except (TypeError, ValueError):
         total = None
     return diagnose_checkpoint(path, total_epochs=total, find_fallback=False).verdict == RESUMABLE
-
-
-RESUME_CHECK = "yolotui.backends.official.backend:resume_usable"
-
-
-class OfficialBackend(Backend):
-    """The official train_dual.py / train.py / train_triple.py of a checkout, through the shim."""
-
-    name = NAME
-    title = "the official trainer"
-    label = "official"
-    capabilities = Capabilities(save_now=False, mid_epoch_stop=False, resume=True, extend=True, lr_scale=False,
-                                distributed=False)
-
-    def new_run_command(self, request: CommandRequest) -> LaunchSpec:
-        """The shim command for a new run: request.opt holds `python`, `repo`, `script`; request.argv the
-        official flags (without --project/--name/--exist-ok, which point at request.run_dir)."""
-        cmd = OfficialCommand(python=str(request.opt["python"]), repo=Path(request.opt["repo"]),
-                              script=str(request.opt.get("script") or "train_dual.py"), args=list(request.argv))
-        run_dir = Path(request.run_dir)
-        extra = {"official": {"repo": str(cmd.repo), "script": cmd.script, "python": cmd.python,
-                              "save_dir": str(run_dir), "args": list(cmd.args)},
-                 **resume_settings(run_dir)}
-        return LaunchSpec(command=trainer_command(cmd, run_dir, list(cmd.args)), extra=extra)
-
-    def resume_command(self, request: CommandRequest) -> LaunchSpec:
-        """The run's own command with the official `--resume RUN/weights/last.pt` (added by the supervisor when
-        that checkpoint is resumable, `resume_first`); changed options go to opt.yaml (jobs.official)."""
-        from yolotui.runs.runconfig import read_run_config
-
-        config = read_run_config(Path(request.run_dir))
-        extra = {**resume_settings(save_dir(request.run_dir)), "resume_first": True}
-        return LaunchSpec(command=[str(a) for a in config["command"]], extra=extra)
-
-    def remedies(self) -> frozenset[str]:
-        """Retry (with --resume), halve the batch (in opt.yaml too), allocator and NCCL settings; no lr scale."""
-        return frozenset({REMEDY_RETRY, REMEDY_HALVE_BATCH, REMEDY_ALLOC_CONF, REMEDY_NCCL_ENV, REMEDY_WORKERS,
-                          REMEDY_OPT_YAML, REMEDY_DEVICE})
-
-    def follow(self, run_dir: Path, probe: bool = True) -> Any:
-        """An official train_dual.py run followed to the folder it writes (None for any other command)."""
-        from yolotui.backends.official.diagnosis import official_run
-
-        return official_run(run_dir, probe=probe)
-
-    def outputs(self, run_dir: Path) -> RunOutputs:
-        """The official save_dir's results.csv, weights/ and opt.yaml (the run folder for runs yolotui started)."""
-        folder = save_dir(run_dir)
-        return RunOutputs(results_csv=folder / layout.RESULTS_CSV, weights_dir=layout.weights_dir(folder),
-                          opt_yaml=folder / layout.OPT_YAML)

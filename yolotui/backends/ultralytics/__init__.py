@@ -12,6 +12,9 @@ job:
 - shim.py: the in-process shim (standard library only in yolotui's part), with shim_files.py, shim_hooks.py and
   shim_safety.py beside it, all loaded by path through the shim kit (yolotui/backends/shimkit.py);
 - checkpoint.py: torch-free verdicts (resume_usable for the supervisor, extend_source);
+- resume.py: the resume plan (verdict, extension, changed options) the job layer applies under the run's lock;
+- start.py, cli.py: new runs (`yolotui train --backend ultralytics`, exec, fine-tune) as plans; what an engine
+  fine-tune takes from an ultralytics run;
 - remedies.py: what each failure class's remedy means here.
 
 Capabilities: resume (epoch-granular, ultralytics' own resume=True from last.pt), extend (the checkpoint's
@@ -25,11 +28,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from yolotui.backends.base import Backend, Capabilities, CommandRequest, LaunchSpec, RunOutputs
+from yolotui.backends.base import Backend, Capabilities, ChoiceRules, CommandRequest, LaunchSpec, RunOutputs
 from yolotui.backends.ultralytics.checkpoint import resume_usable
-from yolotui.backends.ultralytics.launch import NAME, resume_settings, trainer_command
+from yolotui.backends.ultralytics.launch import NAME, resume_settings, save_dir, trainer_command
 from yolotui.backends.ultralytics.recognise import CLI, UltralyticsCommand, recognise_command
 from yolotui.backends.ultralytics.remedies import REMEDIES
+from yolotui.errors import UserError
 
 CANNOT = {
     "save_now": "ultralytics resumes only after a finished epoch: in the first epoch save-now writes nothing; later "
@@ -41,15 +45,6 @@ CANNOT = {
     "distributed": "yolotui launches ultralytics on one process; for several GPUs ultralytics spawns its own DDP "
                    "workers (device=0,1), which yolotui's shim does not follow",
 }
-
-
-def save_dir(run_dir: Path) -> Path:
-    """Where ultralytics writes for this run: run.yaml's ultralytics.save_dir, else the run folder."""
-    from yolotui.runs.runconfig import run_yaml_field
-
-    recorded = run_yaml_field(Path(run_dir), NAME)
-    folder = recorded.get("save_dir") if isinstance(recorded, dict) else None
-    return Path(folder) if folder else Path(run_dir)
 
 
 class UltralyticsBackend(Backend):
@@ -88,11 +83,114 @@ class UltralyticsBackend(Backend):
         """Retry (with the ultralytics resume), halve the batch, allocator and NCCL settings; no lr scale."""
         return REMEDIES
 
+    passes_unknown_args = True  # its key=value arguments pass through `yolotui train`
+
+    def cli_flags(self, command: str) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+        """--python; and --model for `yolotui train`."""
+        flags: list[tuple[tuple[str, ...], dict[str, Any]]] = [
+            (("--python",), {"default": None, "metavar": "EXE",
+                          "help": "official/ultralytics backend: the trainer's interpreter (default: this one)"})]
+        if command == "train":
+            flags.append((("--model",), {"default": None, "metavar": "MODEL",
+                                         "help": "ultralytics backend: the model, e.g. yolov9t.yaml or yolov9c.pt"}))
+        return flags
+
+    def cannot(self, capability: str) -> str | None:
+        """CANNOT above (save-now works through the shim, so it is not refused)."""
+        return CANNOT.get(capability) if capability != "save_now" else None
+
+    def check_resume_options(self, run_dir: Path, options: Any) -> None:
+        """ultralytics resumes from its weights/last.pt only, on this machine."""
+        if options.from_ckpt or any((options.layout or {}).values()) or options.slurm is not None:
+            raise UserError("an ultralytics run resumes from its weights/last.pt with ultralytics' resume; --from, "
+                            "--slurm and the process-layout flags do not apply to it")
+
+    def prepare_resume(self, run_dir: Path, options: Any) -> Any:
+        """yolotui/backends/ultralytics/resume.py."""
+        from yolotui.backends.ultralytics.resume import prepare_resume
+
+        return prepare_resume(run_dir, options)
+
+    def resume_usable(self, run_config: dict[str, Any]) -> bool:
+        """ultralytics' resume only from a resumable last.pt (checkpoint.py)."""
+        return resume_usable(run_config)
+
+    def resume_rules(self, diagnosis: Any) -> ChoiceRules:
+        """Resume from last.pt only (no --from); start the original command over when last.pt is not usable."""
+        from yolotui.health.report import RESTART
+        from yolotui.health.verdict import FINISHED, RESUMABLE
+
+        unusable = diagnosis.recommended == RESTART or diagnosis.last.verdict not in (RESUMABLE, FINISHED)
+        first = ("resume", "start over with the original ultralytics command (no usable last.pt: ultralytics "
+                           "resumes from last.pt only)") if unusable else None
+        return ChoiceRules(drop=frozenset({"from"}), first=first)
+
+    def saved_batch_size(self, run_dir: Path) -> int | None:
+        """The batch from ultralytics' args.yaml (its save_dir)."""
+        from yolotui.backends.ultralytics.launch import read_args_yaml
+
+        value = read_args_yaml(save_dir(Path(run_dir))).get("batch")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    def doctor_advice(self, recommended: str, run_dir: Path, last: Any) -> tuple[str, str] | None:
+        """ultralytics resumes from last.pt only, extends from last.pt or last.unstripped.pt, fine-tunes the rest."""
+        from yolotui.backends.ultralytics.checkpoint import doctor_advice
+
+        return doctor_advice(recommended, run_dir, last)
+
+    def train_plan(self, args: Any, given: dict[str, Any]) -> Any:
+        """cli.py."""
+        from yolotui.backends.ultralytics.cli import train_plan
+
+        return train_plan(args, given)
+
+    def finetune_plan(self, args: Any) -> Any:
+        """start.py."""
+        from yolotui.backends.ultralytics.start import finetune_plan
+
+        return finetune_plan(args)
+
+    def recognise(self, argv: list[str], cwd: Path) -> tuple[Any, str] | None:
+        """`yolo train ...`, `python -m ultralytics ...` or a script that calls YOLO(...).train."""
+        found = recognise_command(argv)
+        if found is None:
+            return None
+        return found, ("recognised an ultralytics training: supervised with the ultralytics backend (progress, "
+                       "ultralytics' resume from last.pt on retries)")
+
+    def exec_plan(self, recognised: Any, project: Path | None, name: str | None, exist_ok: bool | None,
+                  cwd: Path) -> Any:
+        """The same run as `yolotui train --backend ultralytics`."""
+        from yolotui.backends.ultralytics.start import plan_start
+
+        return plan_start(recognised, project=project, name=name, exist_ok=exist_ok, cwd=cwd)
+
+    def finetunes_own_runs(self, run_dir: Path) -> bool:
+        """An ultralytics run fine-tunes with ultralytics."""
+        from yolotui.backends.ultralytics.start import is_ultralytics_run
+
+        return is_ultralytics_run(run_dir)
+
+    def finetune_source_options(self, checkpoint: Path, run_dir: Path | None) -> tuple[dict[str, Any], list[str]] | None:
+        """An ultralytics YOLOv9 run or checkpoint maps onto the engine's gelan-* (start.py)."""
+        from yolotui.backends.ultralytics.start import engine_finetune_options, is_ultralytics_run
+
+        if not (is_ultralytics_run(run_dir) or _is_ultralytics_checkpoint(checkpoint)):
+            return None
+        return engine_finetune_options(checkpoint, run_dir)
+
     def outputs(self, run_dir: Path) -> RunOutputs:
         """ultralytics' save_dir (the run folder for runs yolotui started): results.csv, weights/, args.yaml."""
         folder = save_dir(run_dir)
         return RunOutputs(results_csv=folder / "results.csv", weights_dir=folder / "weights",
                           opt_yaml=folder / "args.yaml")
+
+
+def _is_ultralytics_checkpoint(path: Path) -> bool:
+    """True when the scan of `path` finds ultralytics' checkpoint layout."""
+    from yolotui.health.checkpoint import ULTRALYTICS, inspect_checkpoint
+
+    return inspect_checkpoint(path, verify_hash=False).kind == ULTRALYTICS
 
 
 def describe(run_config: dict[str, Any]) -> str:
@@ -106,5 +204,4 @@ def describe(run_config: dict[str, Any]) -> str:
     return f"model {given.get('model', '?')} on {given.get('data', '?')}"
 
 
-__all__ = ["CANNOT", "NAME", "UltralyticsBackend", "UltralyticsCommand", "describe", "recognise_command",
-           "resume_usable", "save_dir"]
+__all__ = ["CANNOT", "UltralyticsBackend", "describe"]

@@ -1,7 +1,7 @@
 """Checkpoint verdicts of ultralytics runs, without torch (yolotui.health's zip + pickle scan).
 
 `resume_usable` is the supervisor's check before it adds the ultralytics resume (named in run.yaml's
-`resume_check`); `extend_source` picks what `yolotui resume RUN --epochs N` can extend: last.pt while it still
+Backend.resume_usable); `extend_source` picks what `yolotui resume RUN --epochs N` can extend: last.pt while it still
 holds its optimizer, else the shim's last.unstripped.pt (the final last.pt before ultralytics stripped it), else
 nothing (a stripped last.pt is offered as a fine-tune instead, with the reason).
 """
@@ -40,7 +40,7 @@ def has_optimizer(verdict: Any) -> bool:
 def resume_usable(run_config: dict[str, Any]) -> bool:
     """Whether run.yaml's `resume_if_usable` checkpoint is one ultralytics can resume from: resumable by the
     scan, against the epochs stored in it (ultralytics resumes to those). The supervisor calls this through
-    run.yaml's `resume_check` (yolotui/supervisor/policy.py)."""
+    UltralyticsBackend.resume_usable (yolotui/supervisor/policy.py)."""
     from yolotui.health.verdict import RESUMABLE
 
     path = run_config.get("resume_if_usable")
@@ -87,3 +87,24 @@ def model_yaml_file(path: Path) -> str | None:
         if isinstance(yaml, dict) and isinstance(yaml.get("yaml_file"), str):
             return yaml["yaml_file"]
     return None
+
+
+def doctor_advice(recommended: str, run_dir: Any, last: Any) -> tuple[str, str]:
+    """(recommendation, the command that works) for an ultralytics run: ultralytics resumes from last.pt only,
+    extends from last.pt or the shim's last.unstripped.pt, and fine-tunes anything else."""
+    from pathlib import Path
+
+    name = Path(run_dir).name
+    stripped = bool(last.info is not None and last.info.epoch == -1)
+    spare = Path(last.path).with_name("last.unstripped.pt").exists()
+    finetune = f"fine-tune: yolotui finetune --backend ultralytics --from {name} --data NEW.yaml"
+    if recommended == "resume":
+        return recommended, f"yolotui resume {name}  (ultralytics' resume=True from {name}/weights/last.pt)"
+    if recommended == "extend-or-finetune" and (not stripped or spare):
+        return recommended, f"extend: yolotui resume {name} --epochs N; or {finetune}"
+    if recommended in ("extend-or-finetune", "finetune", "resume-from-fallback"):
+        why = "stripped, and no last.unstripped.pt to extend from" if stripped else "it cannot resume"
+        return "finetune", f"{finetune} (last.pt is {why})"
+    if recommended == "restart":
+        return recommended, f"yolotui resume {name}  (no usable last.pt: it reruns the original command)"
+    return recommended, ""

@@ -8,7 +8,7 @@
   the shim is told to write there (`project=PARENT name=NAME exist_ok=True`, and the trainer's save_dir is
   forced to it for scripts), so ultralytics' save_dir IS the run folder and run.yaml records it.
 - Resume: run.yaml's `resume_args` are `--yolotui-resume SAVE_DIR/weights/last.pt` (plus the changed batch,
-  workers or device), added by the supervisor only when that checkpoint is resumable (`resume_check`).
+  workers or device), added by the supervisor only when that checkpoint is resumable (Backend.resume_usable).
 - Extend: ultralytics resumes to the epochs stored in the checkpoint's train_args and refuses one that is done,
   so `extend_checkpoint` rewrites them in a subprocess of the trainer's interpreter (torch is never imported
   here), keeping the first version as last.pt.orig.
@@ -33,7 +33,6 @@ LAST_ORIG = "last.pt.orig"
 UNSTRIPPED = "last.unstripped.pt"  # the shim's hard link of the final last.pt, before ultralytics strips it
 PROBE_TIMEOUT_S = 20.0
 REWRITE_TIMEOUT_S = 300.0
-RESUME_CHECK = "yolotui.backends.ultralytics:resume_usable"
 
 
 def shim_path() -> Path:
@@ -82,8 +81,7 @@ def resume_settings(save_dir: Path, batch: int | None = None, workers: int | Non
     for flag, value in ((BATCH_FLAG, batch), (WORKERS_FLAG, workers), (DEVICE_FLAG, device)):
         if value is not None:
             args += [flag, str(value)]
-    return {"resume_args": args, "resume_if_usable": str(last_pt(save_dir)), "resume_check": RESUME_CHECK,
-            "batch_flag": BATCH_FLAG}
+    return {"resume_args": args, "resume_if_usable": str(last_pt(save_dir)),  "batch_flag": BATCH_FLAG}
 
 
 def refuse_own_resume(cmd: UltralyticsCommand) -> None:
@@ -168,3 +166,12 @@ def read_args_yaml(save_dir: Path) -> dict[str, Any]:
 def shim_answer_text(answer: dict[str, Any]) -> str:
     """One line for a shim JSON answer (logs, errors)."""
     return json.dumps(answer, sort_keys=True)
+
+
+def save_dir(run_dir: Path) -> Path:
+    """Where ultralytics writes for this run: run.yaml's ultralytics.save_dir, else the run folder."""
+    from yolotui.runs.runconfig import run_yaml_field
+
+    recorded = run_yaml_field(Path(run_dir), NAME)
+    folder = recorded.get("save_dir") if isinstance(recorded, dict) else None
+    return Path(folder) if folder else Path(run_dir)

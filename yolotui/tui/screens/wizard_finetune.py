@@ -207,10 +207,12 @@ class FinetuneWizard(WizardScreen):
         checked = self.checked.get("source")
         facts = checked[1] if checked and checked[0] == source else None
         if facts is not None and facts.run_dir:
-            from yolotui.jobs.ultralytics import is_ultralytics_run
+            from yolotui.backends import backend_names, get_backend
 
-            if is_ultralytics_run(Path(facts.run_dir)):  # an ultralytics run fine-tunes with ultralytics
-                args += ["--backend", "ultralytics"]
+            for name in backend_names():  # e.g. an ultralytics run fine-tunes with ultralytics
+                if get_backend(name).finetunes_own_runs(Path(facts.run_dir)):
+                    args += ["--backend", get_backend(name).name]
+                    break
         return args
 
     def launched_run(self, result):

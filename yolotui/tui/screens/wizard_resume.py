@@ -7,6 +7,11 @@ config drift, the environment and the last failure with its class. The choices f
 - finished: extend to N epochs (N above the epochs done)
 - last.pt damaged or missing: resume from best.pt or an epoch checkpoint that is resumable (`--from`)
 - always, when any weights exist: fine-tune instead (opens the fine-tune wizard on this run)
+
+The run's backend narrows them (Backend.resume_rules: e.g. no `--from` where its trainer resumes from last.pt
+only, and 'start over' first when last.pt is unusable). A run.yaml whose command, env or logging config this
+user's yolotui did not write (the seal in yolotui.runs.runconfig) is shown, and the resume needs the trust box ticked
+(`--trust`).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import ComposeResult
-from textual.widgets import Input, RadioButton, RadioSet, Static
+from textual.widgets import Checkbox, Input, RadioButton, RadioSet, Static
 
 from yolotui import formatting
 from yolotui.errors import UserError
@@ -54,7 +59,8 @@ class ResumeFacts:
     batch_size: int | None
     others: list[Any]
     error: str | None = None
-    backend: str = "yolotui"  # run.yaml's backend: the official trainer resumes from last.pt only
+    backend: str = "yolotui"  # run.yaml's backend: it narrows the choices (Backend.resume_rules)
+    untrusted: str | None = None  # what the resume would run that this user's yolotui did not write
 
 
 def gather_facts(run_dir: Path, diagnose: Callable[[Path], Any] | None = None) -> ResumeFacts:
@@ -74,9 +80,7 @@ def gather_facts(run_dir: Path, diagnose: Callable[[Path], Any] | None = None) -
 
         batch = int(load_yaml(run_dir / "opt.yaml", "opt.yaml").get("batch_size") or 0) or None
     except (UserError, ValueError, TypeError):
-        from yolotui.tui.ultralytics_choices import ultralytics_batch
-
-        batch = ultralytics_batch(run_dir)  # an ultralytics run keeps its arguments in args.yaml
+        batch = _backend_of(run_dir).saved_batch_size(run_dir)  # e.g. ultralytics keeps its arguments in args.yaml
     others = []
     skip = {LAST_PT, BEST_PT, Path(diagnosis.last.fallback or "").name}
     for path in sorted(weights_dir(run_dir).glob("*.pt"), key=lambda p: p.stat().st_mtime, reverse=True):
@@ -85,9 +89,21 @@ def gather_facts(run_dir: Path, diagnose: Callable[[Path], Any] | None = None) -
         verdict = diagnose_checkpoint(path, find_fallback=False)
         if verdict.verdict == RESUMABLE:
             others.append(verdict)
+    from yolotui.jobs.resume import untrusted
     from yolotui.runs.runconfig import read_backend
 
-    return ResumeFacts(diagnosis, batch, others, backend=read_backend(run_dir))
+    return ResumeFacts(diagnosis, batch, others, backend=read_backend(run_dir), untrusted=untrusted(run_dir))
+
+
+def _backend_of(run_dir: Path) -> Any:
+    """The run's backend (yolotui's engine when run.yaml names one this install does not know)."""
+    from yolotui.backends import get_backend
+    from yolotui.runs.runconfig import read_backend
+
+    try:
+        return get_backend(read_backend(run_dir))
+    except UserError:
+        return get_backend(None)
 
 
 def resume_choices(facts: ResumeFacts) -> list[ResumeChoice]:
@@ -134,19 +150,15 @@ def resume_choices(facts: ResumeFacts) -> list[ResumeChoice]:
                                                   f"({formatting.epochs_done(other.epoch, other.total_epochs, other.step)})", name, other.epoch))
     if diagnosis.recommended_checkpoint or best.verdict in (RESUMABLE, FINISHED):
         choices.append(ResumeChoice(FINETUNE, "fine-tune instead (new data, frozen backbone, lower lr)"))
-    if facts.backend == "ultralytics":  # ultralytics resumes from last.pt only (yolotui/backends/ultralytics)
-        from yolotui.tui.ultralytics_choices import ultralytics_choices
+    from yolotui.backends import get_backend
 
-        return ultralytics_choices(choices, diagnosis, ResumeChoice(
-            RESUME, "start over with the original ultralytics command (no usable last.pt: ultralytics resumes "
-                    "from last.pt only)"), FROM)
-    if facts.backend == "official":  # its --resume takes weights/last.pt only; without one it starts over
-        from yolotui.health.report import RESTART
-
-        choices = [c for c in choices if c.key != FROM]
-        if diagnosis.recommended == RESTART or last.verdict not in (RESUMABLE, FINISHED):
-            choices.insert(0, ResumeChoice(RESUME, "start over with the original official command (no usable "
-                                                   "last.pt; the official --resume needs one)"))
+    try:
+        rules = get_backend(facts.backend).resume_rules(diagnosis)
+    except UserError:  # a backend this install does not know: the generic choices
+        return choices
+    choices = [c for c in choices if c.key not in rules.drop]
+    if rules.first is not None:
+        choices.insert(0, ResumeChoice(*rules.first))
     return choices
 
 
@@ -191,6 +203,8 @@ def diagnosis_text(facts: ResumeFacts) -> str:
             line += " · " + "; ".join(f"{i.severity}: {i.what}" for i in env.issues[:2])
         lines.append(f"[b]env[/b]      {escape(line)}")
     lines.append(f"[b]advice[/b]   {escape(d.advice or d.recommended)}")
+    if facts.untrusted:
+        lines.append(f"[b]untrusted[/b] {escape(facts.untrusted)}")
     return "\n".join(lines)
 
 
@@ -217,6 +231,10 @@ class ResumeWizard(WizardScreen):
         epochs_row = field_row("epochs", Input("", id="epochs", compact=True), "epochs")
         epochs_row.add_class("hidden")
         yield epochs_row
+        trust_row = field_row("trust", Checkbox("run this folder's own command and settings (shown above)",
+                                                id="trust", compact=True), "trust")
+        trust_row.add_class("hidden")
+        yield trust_row
 
     def on_mount(self) -> None:
         self.query_one("#wizard").border_title = f"resume {self.run_dir.name}"
@@ -235,6 +253,7 @@ class ResumeWizard(WizardScreen):
             run_line += f"  ({facts.diagnosis.state})"
         self.query_one("#diagnosis", Static).update(run_line + "\n" + diagnosis_text(facts))
         self.choices = resume_choices(facts)
+        self.query_one("#trust-field").set_class(not facts.untrusted, "hidden")
         placeholder = self.query_one("#choice-placeholder", Static)
         if not self.choices:
             from yolotui.health.report import LIVE
@@ -295,6 +314,13 @@ class ResumeWizard(WizardScreen):
         self.refresh_command()
 
     # -- checks and command -------------------------------------------------------------------------------
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        self.show_error("trust", None)
+        self.refresh_command()
+
+    def _trusted(self) -> bool:
+        return any(box.value for box in self.query("#trust").results(Checkbox))
+
     def field_changed(self, widget_id: str) -> None:
         if widget_id in ("batch", "epochs"):  # checked as typed, not only on Ctrl+S
             self.show_error(widget_id, self.validate().get(widget_id))
@@ -316,6 +342,9 @@ class ResumeWizard(WizardScreen):
                     raise UserError(f"{epochs} is not above the current epoch ({done}): give at least {done + 1}")
         except UserError as exc:
             return {"batch" if choice.key == SMALLER else "epochs": str(exc)}
+        if choice.key != FINETUNE and self.facts is not None and self.facts.untrusted and not self._trusted():
+            return {"trust": "run.yaml was not written by yolotui on this machine: check what it runs (above) "
+                             "and tick the box to run it"}
         return {}
 
     def launch_label(self) -> str:
@@ -327,14 +356,16 @@ class ResumeWizard(WizardScreen):
         if choice is None:
             return None
         run = display_path(self.run_dir)
+        trust = ["--trust"] if self._trusted() else []
         if choice.key == RESUME:
-            return resume_args(run)
+            return resume_args(run) + trust
         if choice.key == SMALLER:
-            return resume_args(run, batch_size=int(self.query_one("#batch", Input).value))
+            return resume_args(run, batch_size=int(self.query_one("#batch", Input).value)) + trust
         if choice.key == EXTEND:
-            return resume_args(run, epochs=int(self.query_one("#epochs", Input).value), from_ckpt=choice.checkpoint)
+            return resume_args(run, epochs=int(self.query_one("#epochs", Input).value),
+                               from_ckpt=choice.checkpoint) + trust
         if choice.key == FROM:
-            return resume_args(run, from_ckpt=choice.checkpoint)
+            return resume_args(run, from_ckpt=choice.checkpoint) + trust
         return None
 
     def refresh_command(self) -> None:

@@ -3,12 +3,11 @@
 
 yolotui's flags become ultralytics arguments (model=, data=, epochs=, imgsz=, batch=, device=, workers=,
 project=, name=, exist_ok=); any `key=value` given as well passes through to ultralytics unchanged (lr0=0.001,
-optimizer=SGD, plots=False ...). The work itself is yolotui.jobs.ultralytics.
+optimizer=SGD, plots=False ...). `train_plan` turns the parsed flags into the new run's plan (start.py).
 """
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from yolotui.errors import UserError
@@ -41,7 +40,7 @@ def passthrough(raw: list[str]) -> list[str]:
     return out
 
 
-def ultralytics_args(args: argparse.Namespace, given: dict[str, Any]) -> list[str]:
+def ultralytics_args(args: Any, given: dict[str, Any]) -> list[str]:
     """The ultralytics training arguments for `yolotui train --backend ultralytics`."""
     if not args.model:
         raise UserError("--backend ultralytics needs --model (e.g. --model yolov9t.yaml or --model yolov9c.pt)")
@@ -64,31 +63,16 @@ def ultralytics_args(args: argparse.Namespace, given: dict[str, Any]) -> list[st
     return out + passthrough(list(getattr(args, "raw_argv", []) or []))
 
 
-def run_ultralytics(args: argparse.Namespace, slurm: Any) -> int:
-    """Start the ultralytics run and report it (as `yolotui train` does)."""
+def train_plan(args: Any, given: dict[str, Any]) -> Any:
+    """The new run of `yolotui train --backend ultralytics` (`given`: the training flags given)."""
     import sys
 
     from yolotui.backends.ultralytics.recognise import CLI, UltralyticsCommand
-    from yolotui.commands._launch import after_launch
-    from yolotui.commands._runflags import extras_from
-    from yolotui.config import TRAIN_DEFAULTS
-    from yolotui.jobs.launch import restart_limit
-    from yolotui.jobs.ultralytics import UltralyticsRunRequest, start_ultralytics
+    from yolotui.backends.ultralytics.start import plan_start
 
-    if args.resume is not False:
-        raise UserError("resume an ultralytics run with `yolotui resume RUN` (it runs ultralytics' resume from "
-                        "RUN/weights/last.pt)")
-    if slurm is not None:
-        raise UserError("--slurm does not go with --backend ultralytics yet; run it here, or `yolotui exec --slurm "
-                        "-- yolo train ...`")
-    if args.restart_backoff is not None and args.restart_backoff < 0:
-        raise UserError(f"--restart-backoff {args.restart_backoff:g}: must be 0 or more seconds")
-    given = {k: v for k, v in vars(args).items() if k in TRAIN_DEFAULTS}  # the training flags given
+    given = dict(given)
     for key in RUN_PLACE:
         if key in vars(args) and key not in given:
             given[key] = vars(args)[key]
     cmd = UltralyticsCommand(python=args.python or sys.executable, mode=CLI, args=ultralytics_args(args, given))
-    result = start_ultralytics(UltralyticsRunRequest(
-        cmd, max_attempts=restart_limit(args.max_restarts, args.max_attempts), backoff_s=args.restart_backoff,
-        extras=extras_from(args)))
-    return after_launch(result, args.attach, args.json)
+    return plan_start(cmd)
