@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
 import time
 
 import pytest
+from syspkg import needs
 
 from yolotui.runs import lock
 from yolotui.runs.status import read_status
 
-pytestmark = [pytest.mark.tmux,
-              pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
+pytestmark = [pytest.mark.tmux, needs("tmux")]
 
 TRAINER = textwrap.dedent('''
     """A stand-in trainer: a batch event every 0.25 s, an epoch (event + results row) every 0.5 s."""
