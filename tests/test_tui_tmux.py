@@ -44,24 +44,25 @@ TRAINER = textwrap.dedent('''
 
 NOISY_TUI = textwrap.dedent(r'''
     """`yolotui attach e2e`, plus noise from inside the TUI's own process once the file GO exists: a library's
-    warning and log record, prints, C-level writes to descriptors 1 and 2, and a child that inherits them."""
+    warning and log record, prints, C-level writes to descriptors 1 and 2, and a child that inherits them; each
+    writes more lines than the screen has, so that on the terminal it would scroll the dashboard."""
     import logging, os, subprocess, sys, threading, time, warnings
     from pathlib import Path
     from yolotui.cli import main
 
     GO, DONE = Path(sys.argv[1]), Path(sys.argv[2])
-    CHILD = ("import sys; print('noise: child stdout\\n' * 4, end=''); "
-             "print('noise: child stderr\\n' * 4, end='', file=sys.stderr)")
+    CHILD = ("import sys; print('noise: child stdout\\n' * 40, end=''); "
+             "print('noise: child stderr\\n' * 40, end='', file=sys.stderr)")
 
     def noise():
         while not GO.exists():
             time.sleep(0.05)
         warnings.warn("noise: a library's warning")
         logging.getLogger("noisy.library").warning("noise: a library's log record")
-        print("noise: a stray print\n" * 4, end="", flush=True)
-        print("noise: a stray print to stderr\n" * 4, end="", file=sys.stderr, flush=True)
-        os.write(1, b"noise: fd 1\n" * 4)
-        os.write(2, b"noise: fd 2\n" * 4)
+        print("noise: a stray print\n" * 40, end="", flush=True)
+        print("noise: a stray print to stderr\n" * 40, end="", file=sys.stderr, flush=True)
+        os.write(1, b"noise: fd 1\n" * 40)
+        os.write(2, b"noise: fd 2\n" * 40)
         subprocess.run([sys.executable, "-c", CHILD], timeout=60)
         DONE.write_text("made noise")
 
@@ -70,20 +71,27 @@ NOISY_TUI = textwrap.dedent(r'''
 ''')
 
 class Tmux:
-    """A private tmux server (its own -L socket), so the test never touches the user's sessions."""
+    """A private tmux server (its own -L socket), so the test never touches the user's sessions.
+
+    Its commands get this process's environment explicitly, without COLUMNS/LINES: pytest imports readline,
+    and GNU readline puts the size of pytest's own terminal into the C environment, which a child started
+    with the default environment (the tmux server, and through it the TUI) would inherit."""
 
     def __init__(self, socket: str) -> None:
         self.socket = socket
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        env = {key: value for key, value in os.environ.items() if key not in ("COLUMNS", "LINES")}
         return subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], capture_output=True,
-                              text=True, timeout=20, check=check)
+                              text=True, timeout=20, check=check, env=env)
 
-    def start(self, command: list[str], env: dict[str, str]) -> None:
-        """Run `command` in a 100x30 pane; a pane whose command exits stays, showing its last words."""
-        env_args = [arg for key in ("PYTHONPATH", "YOLOTUI_HOME") for arg in ("-e", f"{key}={env[key]}")]
+    def start(self, command: list[str], env: dict[str, str], **extra: str) -> None:
+        """Run `command` in a 100x30 pane with `env`'s PYTHONPATH and YOLOTUI_HOME and the variables `extra`;
+        a pane whose command exits stays, showing its last words."""
+        pairs = {"PYTHONPATH": env["PYTHONPATH"], "YOLOTUI_HOME": env["YOLOTUI_HOME"], **extra}
+        env_args = [arg for key, value in pairs.items() for arg in ("-e", f"{key}={value}")]
         self.run("start-server", ";", "set-option", "-g", "remain-on-exit", "on", ";",
-                 "new-session", "-d", "-x", "100", "-y", "30", "-s", "tui", *env_args, *command)
+                 "new-session", "-d", "-x", "100", "-y", str(PANE_ROWS), "-s", "tui", *env_args, *command)
 
     def screen(self) -> str:
         result = self.run("capture-pane", "-p", "-t", "tui", check=False)
@@ -93,6 +101,7 @@ class Tmux:
         self.run("kill-server", check=False)
 
 
+PANE_ROWS = 30
 HEADER = re.compile(r"^\s*e2e\s+running\b")  # the dashboard's first line: run name and state
 PANELS = ("train loss", "val metrics", "gpu", "checkpoints", "train.log")
 
@@ -118,8 +127,13 @@ def frame(screen: str) -> list[tuple[int, str]]:
 
 
 def missing_panels(screen: str) -> list[str]:
-    """The dashboard's panels whose titled top border is not on the screen."""
-    return [title for title in PANELS if not re.search(rf"╭─ {re.escape(title)}\b", screen)]
+    """The dashboard's panels whose titled top border is not on the screen, and "footer" when the key bar is
+    not on the pane's last row (the dashboard drawn for a screen of another height)."""
+    missing = [title for title in PANELS if not re.search(rf"╭─ {re.escape(title)}\b", screen)]
+    lines = screen.rstrip("\n").split("\n")
+    if len(lines) != PANE_ROWS or "q Quit" not in lines[-1]:
+        missing.append("footer")
+    return missing
 
 
 def _tail(path, limit: int = 3000) -> str:
@@ -257,7 +271,8 @@ def test_writes_from_the_tui_process_and_its_children_never_reach_the_screen(tmp
         return diagnosis(tmux, run_dir, yolotui_home)
 
     try:
-        tmux.start([sys.executable, str(harness), str(go), str(done)], cli_env)
+        # a stale COLUMNS/LINES bigger than the pane (a shell's export, a parent's readline) must not count
+        tmux.start([sys.executable, str(harness), str(go), str(done)], cli_env, COLUMNS="130", LINES="45")
         first, screen = wait_for_epoch(tmux, above=0, explain=explain)
         assert not missing_panels(screen), f"panels missing: {missing_panels(screen)}\n{explain()}"
         before = frame(screen)

@@ -1,4 +1,4 @@
-"""Only Textual draws on the TUI's terminal: every other write goes to the TUI's log file.
+"""Only Textual draws on the TUI's terminal, at the terminal's real size: every other write goes to the TUI's log.
 
 A byte that reaches the terminal from anywhere but Textual's driver (a child process that inherited the
 terminal, a C library writing to fd 2, a logging handler made before the app started, a warning) moves the
@@ -11,6 +11,11 @@ terminal:
 - points descriptors 1 and 2 at the log file, so children and C-level writes land in the log;
 - sends Python warnings, logging's last-resort handler and uncaught thread exceptions to the log (inside the
   app Textual captures `sys.stdout`/`sys.stderr` and drops what they print).
+
+- takes COLUMNS and LINES out of the environment: Textual (through shutil.get_terminal_size) would take them
+  over the terminal's real size, and a stale value (exported by a shell, or set by a parent: GNU readline
+  writes the size of *its* terminal there) draws the dashboard taller than the screen, which scrolls it just
+  like a stray newline.
 
 On the way out everything is put back, so the farewell line and error messages reach the terminal. Where
 neither stream is a terminal (`yolotui serve` talks to its browser over stdout) nothing is changed. A pager
@@ -32,6 +37,7 @@ from typing import IO, Any
 
 LOG_NAME = "tui.log"
 MAX_LOG_BYTES = 2 * 1024 * 1024  # past this at start the log is moved to tui.log.1 (one old copy kept)
+SIZE_VARIABLES = ("COLUMNS", "LINES")
 
 
 def log_path() -> Path:
@@ -68,6 +74,11 @@ class _Guard:
         self.showwarning = warnings.showwarning
         self.last_resort = logging.lastResort
         self.excepthook = threading.excepthook
+        self.size_variables: dict[str, str] = {}
+
+    def drop_size_variables(self) -> None:
+        """COLUMNS and LINES out of the environment (also the C one children get), for the app's lifetime."""
+        self.size_variables = {key: os.environ.pop(key) for key in SIZE_VARIABLES if key in os.environ}
 
     def divert(self, fd: int, name: str) -> None:
         """Keep the terminal of descriptor `fd` (1 or 2) for Textual; point `fd` itself at the log."""
@@ -109,6 +120,7 @@ class _Guard:
         warnings.showwarning = self.showwarning
         logging.lastResort = self.last_resort
         threading.excepthook = self.excepthook
+        os.environ.update(self.size_variables)
         for fd, copy, name, stream, dunder in reversed(self.saved):
             terminal = getattr(sys, f"__{name}__")
             with suppress(AttributeError, ValueError, OSError):
@@ -145,6 +157,7 @@ def guarded_terminal(path: Path | None = None) -> Iterator[Path | None]:
         for fd, name in diverted:
             guard.divert(fd, name)
         guard.route_python_writes()
+        guard.drop_size_variables()
     except OSError:  # out of descriptors, say: the app still runs, unguarded
         guard.restore()
         yield None
