@@ -1,5 +1,7 @@
 """End to end in a real terminal: a supervised run, the TUI in tmux, an 'SSH drop' (tmux server killed),
-and a fresh TUI that reattaches and reads the epoch advancing from capture-pane."""
+and a fresh TUI that reattaches and reads the epoch advancing from capture-pane; and a dashboard that stays whole
+while its own process, a child and a CLI action write to stdout and stderr (only Textual draws on the terminal).
+A failed wait says why: the pane, the run's status and the ends of train.log, supervisor.log and tui.log."""
 
 from __future__ import annotations
 
@@ -70,6 +72,11 @@ NOISY_TUI = textwrap.dedent(r'''
     sys.exit(main(["attach", "e2e"]))
 ''')
 
+PANE_ROWS = 30
+HEADER = re.compile(r"^\s*e2e\s+running\b")  # the dashboard's first line: run name and state
+PANELS = ("train loss", "val metrics", "gpu", "checkpoints", "train.log")
+
+
 class Tmux:
     """A private tmux server (its own -L socket), so the test never touches the user's sessions.
 
@@ -99,11 +106,6 @@ class Tmux:
 
     def kill_server(self) -> None:
         self.run("kill-server", check=False)
-
-
-PANE_ROWS = 30
-HEADER = re.compile(r"^\s*e2e\s+running\b")  # the dashboard's first line: run name and state
-PANELS = ("train loss", "val metrics", "gpu", "checkpoints", "train.log")
 
 
 def finished_epochs(screen: str) -> int | None:
