@@ -10,8 +10,7 @@ terminal:
   `sys.__stderr__` (what Textual's driver and the terminal size read) and `sys.stdout` / `sys.stderr` at it;
 - points descriptors 1 and 2 at the log file, so children and C-level writes land in the log;
 - sends Python warnings, logging's last-resort handler and uncaught thread exceptions to the log (inside the
-  app Textual captures `sys.stdout`/`sys.stderr` and drops what they print).
-
+  app Textual captures `sys.stdout`/`sys.stderr` and drops what they print);
 - takes COLUMNS and LINES out of the environment: Textual (through shutil.get_terminal_size) would take them
   over the terminal's real size, and a stale value (exported by a shell, or set by a parent: GNU readline
   writes the size of *its* terminal there) draws the dashboard taller than the screen, which scrolls it just
@@ -19,7 +18,8 @@ terminal:
 
 On the way out everything is put back, so the farewell line and error messages reach the terminal. Where
 neither stream is a terminal (`yolotui serve` talks to its browser over stdout) nothing is changed. A pager
-is the one child that must get the terminal: it takes `terminal_streams()` explicitly.
+is the one child that must get the terminal: it takes `terminal_streams()` explicitly. The log is rotated when
+the TUI starts (see MAX_LOG_BYTES), not while it runs.
 """
 
 from __future__ import annotations
