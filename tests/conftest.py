@@ -1,4 +1,7 @@
-"""Shared fixtures: every test gets its own YOLOTUI_HOME so the global run index is isolated."""
+"""Shared fixtures: every test gets its own YOLOTUI_HOME so the global run index is isolated.
+
+Also the check behind `syspkg.needs(...)`: a test marked so is skipped with the install command when a system
+package it needs is missing, and fails instead under CI (CI=true); see tests/syspkg.py."""
 
 from __future__ import annotations
 
@@ -7,8 +10,32 @@ import sys
 from pathlib import Path
 
 import pytest
+import syspkg
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line("markers", f"{syspkg.MARKER}(*names, root=False): needs these system packages "
+                                       "(tests/syspkg.py): skipped with the install command, or failed under CI")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Outside CI, a test marked `needs(...)` whose package is missing is skipped (reported at the test)."""
+    if syspkg.under_ci():
+        return
+    for item in items:
+        for mark in item.iter_markers(syspkg.MARKER):
+            reason = syspkg.problem(*mark.args, **mark.kwargs)
+            if reason:
+                item.add_marker(pytest.mark.skip(reason=reason))
+                break
+
+
+def pytest_runtest_setup(item) -> None:
+    """Under CI, a test marked `needs(...)` whose package is missing fails (it is never skipped)."""
+    for mark in item.iter_markers(syspkg.MARKER):
+        syspkg.require(*mark.args, **mark.kwargs)
 
 
 @pytest.fixture(autouse=True)

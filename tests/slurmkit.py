@@ -1,33 +1,27 @@
 """A real one-node SLURM for the tests: brought up by .ci/slurm-up, or found up.
 
 `bring_up()` (what a test module's session fixture calls) skips only where SLURM cannot be started here:
-not root, or the packages slurm-wlm/munge are missing. CI runs as root and installs
-them (.ci/run), so the tests run there; a failing bring-up with root and the packages is an error, not a skip.
+not root, or the packages slurm-wlm/munge are missing (tests/syspkg.py: with the install command; under CI=true
+that fails instead). CI runs as root and installs them (.ci/run); a failing bring-up with root and the packages
+is an error, not a skip.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
+from syspkg import require
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SLURM_UP = REPO_ROOT / ".ci" / "slurm-up"
-PROGRAMS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scontrol")
 
 
 def bring_up() -> str:
     """The name of the one SLURM node (this host), with munged, slurmctld and slurmd running."""
-    if os.geteuid() != 0:
-        pytest.skip("a local SLURM needs root to start (CI runs as root)")
-    missing = [p for p in PROGRAMS if shutil.which(p) is None]
-    if missing:
-        pytest.skip(f"SLURM packages missing ({', '.join(missing)}): apt-get install -y slurm-wlm munge")
+    require("slurm", root=True, why="a local SLURM")
     done = subprocess.run([str(SLURM_UP)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, f".ci/slurm-up failed:\n{done.stdout}\n{done.stderr}"
     return subprocess.run(["hostname", "-s"], capture_output=True, text=True, check=True).stdout.strip()

@@ -1,9 +1,10 @@
 """A real sshd on 127.0.0.1 for the rsync-over-ssh mirror tests: its own host key, config and authorized key.
 
 `start_sshd(folder)` runs `/usr/sbin/sshd -D -e -p PORT -f CONFIG` as root with everything in `folder` and
-returns an Sshd whose `rsh` is the ssh command line (port, key, known_hosts) to export as RSYNC_RSH. When sshd
-cannot be started the caller's test fails with the reason (not installed, not root, it exited): CI installs
-the Debian packages openssh-server and rsync (.ci/run).
+returns an Sshd whose `rsh` is the ssh command line (port, key, known_hosts) to export as RSYNC_RSH. Without the
+Debian packages openssh-server and rsync, or not as root, the caller's test is skipped with the install command
+(tests/syspkg.py; under CI=true, where .ci/run installs them, it fails instead); an sshd that exits or never
+accepts a login fails the test with its log.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from syspkg import require
 
 SSHD = "/usr/sbin/sshd"
 
@@ -53,14 +55,8 @@ def _keygen(path: Path) -> None:
 
 
 def start_sshd(folder: Path) -> Sshd:
-    """Start sshd for the tests (see the module docstring); pytest.fail saying why it cannot be started."""
-    missing = [name for name in (SSHD, "ssh", "ssh-keygen", "rsync")
-               if not (os.path.exists(name) if name.startswith("/") else shutil.which(name))]
-    if missing:
-        pytest.fail(f"cannot start sshd for the rsync mirror tests: {', '.join(missing)} not installed "
-                    "(apt-get install openssh-server rsync; .ci/run does this)")
-    if os.geteuid() != 0:
-        pytest.fail("cannot start sshd for the rsync mirror tests: they run sshd as root (CI runs as root)")
+    """Start sshd for the tests (see the module docstring); pytest.fail saying why it did not start."""
+    require("openssh-server", "rsync", root=True, why="the rsync-over-ssh mirror tests (a private sshd)")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     host_key, client_key = folder / "host_key", folder / "client_key"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from runs_helpers import reap_runs, wait_for  # noqa: F401  (reap_runs is an autouse fixture)
+from syspkg import needs
 
 from yolotui import procs
 from yolotui.runs import index, lock
@@ -153,7 +153,7 @@ def tmux(sock: str, env: dict, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.tmux
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (.ci/run installs it)")
+@needs("tmux")
 def test_run_survives_the_terminal_hanging_up(tmp_path, yolotui_cmd, cli_env):
     """A run started in a tmux shell keeps going after the tmux server (terminal and shell) is killed."""
     out = tmp_path / "out.txt"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from runs_helpers import reap_runs  # noqa: F401 - reap_runs is an autouse fixture
 from spotkit import cli, exec_checkpointer, notifications, notify_hook, wait_until, write_settings
+from syspkg import needs
 
 from yolotui import procs
 from yolotui.mirror.snapshot import read_manifest, sha256_file
@@ -107,6 +108,7 @@ def test_a_full_target_never_stops_training(tmp_path, cli_env, yolotui_home):
             subprocess.run(["umount", "-l", str(full)], capture_output=True, timeout=30)
 
 
+@needs("rsync")  # the slow host is an rsync target (its ssh a stand-in that never answers)
 def test_a_slow_target_never_stops_training_and_the_end_is_bounded(tmp_path, cli_env, yolotui_home):
     slow_ssh = tmp_path / "slow-ssh"
     slow_ssh.write_text("#!/bin/sh\nexec sleep 287.25\n")  # a remote host that never answers

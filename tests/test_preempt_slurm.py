@@ -11,6 +11,7 @@ import sys
 import yaml
 from runs_helpers import run_events
 from slurmkit import bring_up, cancel_quietly, wait_for
+from syspkg import needs
 from trainkit import TEST_HYP_OVERRIDES, make_data, write_tiny_cfg
 
 from yolotui.mirror.snapshot import describes, read_manifest, sha256_file
@@ -18,6 +19,7 @@ from yolotui.runs import lock
 from yolotui.runs.status import effective_state, read_status
 
 
+@needs("slurm", root=True)
 def test_a_slurm_job_ended_from_outside_checkpoints_and_mirrors(tmp_path, monkeypatch):
     bring_up()
     from yolotui.config import load_hyp

@@ -21,6 +21,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+from syspkg import needs
 from tui_fixtures import make_run
 
 from yolotui.errors import UserError
@@ -109,7 +110,7 @@ def _wait_for_text(page, screen: Screen, wanted: str, since: int = 0, timeout: f
     raise AssertionError(f"{wanted!r} never drawn; received text ends with: {screen.text(since)[-2000:]!r}")
 
 
-@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} is absent (apt-get install chromium)")
+@needs("chromium")
 def test_browser_shows_the_runs_and_opens_a_dashboard(tmp_path, cli_env, yolotui_cmd):
     from playwright.sync_api import sync_playwright
 

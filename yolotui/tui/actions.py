@@ -104,11 +104,12 @@ def with_json(args: Sequence[str]) -> list[str]:
 def run_cli(args: Sequence[str], timeout: float = LAUNCH_TIMEOUT_S) -> CliResult:
     """Run `yolotui ARGS` to its end (no shell, stdin closed); a timeout or a missing interpreter is a result.
 
-    Commands that start a run are given `--json` (see `CliResult.started`)."""
+    Commands that start a run are given `--json` (see `CliResult.started`). The child never touches the TUI's
+    terminal: its output is captured and it runs in a session of its own, without a controlling terminal."""
     args = [str(a) for a in args]
     try:
         done = subprocess.run(cli_argv(with_json(args)), env=cli_env(), stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=timeout, check=False)
+                              text=True, timeout=timeout, check=False, start_new_session=True)
     except subprocess.TimeoutExpired:
         return CliResult(args, 124, "", f"`{format_command(args)}` did not return within {timeout:g} s")
     except OSError as exc:

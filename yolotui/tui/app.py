@@ -225,9 +225,15 @@ class YolotuiApp(RunActionsMixin, App[int]):
 
 
 def run_app(run_dir: Path | None = None, theme: str | None = None) -> int:
-    """Open the TUI: on the runs table, or on `run_dir`'s dashboard. Returns the exit status."""
-    app = YolotuiApp(run_dir=run_dir, theme=theme)
-    result = app.run()
+    """Open the TUI: on the runs table, or on `run_dir`'s dashboard. Returns the exit status.
+
+    Only Textual writes to the terminal meanwhile; anything else (children, warnings, libraries) goes to the
+    TUI's log (yolotui.tui.terminal)."""
+    from yolotui.tui.terminal import guarded_terminal
+
+    with guarded_terminal():
+        app = YolotuiApp(run_dir=run_dir, theme=theme)
+        result = app.run()
     if app.farewell:
         print(app.farewell)
     return int(result or 0)

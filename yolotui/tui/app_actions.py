@@ -152,8 +152,11 @@ class RunActionsMixin:
             self.notify(f"{argv[0]}: {exc}; set $PAGER", severity="error", timeout=6)
 
     def run_pager(self, argv: list[str]) -> int:
-        """Run the pager in the terminal (no shell) and wait for it."""
-        return subprocess.call(argv)
+        """Run the pager in the terminal (no shell) and wait for it: the one child given the terminal."""
+        from yolotui.tui.terminal import terminal_streams
+
+        stdout, stderr = terminal_streams()
+        return subprocess.call(argv, stdout=stdout, stderr=stderr)
 
     def copy_path(self, run_dir: Path) -> None:
         """Put the run folder on the clipboard (OSC 52: works over SSH in most terminals)."""
