@@ -242,12 +242,16 @@ def test_first_cpu_reading_is_primed(monkeypatch):
     assert host.read_host().cpu_pct == 73.0 and calls[-1] is None  # later readings never block
 
 
-def test_status_of_a_live_run_says_what_was_updated(tmp_path, capsys):
+def test_status_of_a_live_run_says_what_was_updated(tmp_path, capsys, monkeypatch):
     from yolotui.commands import status as status_command
+    from yolotui.runs.events import BATCHES_FILE
 
-    run = make_run(tmp_path / "runs", "live", state="running", epochs=10, done_epochs=2, hold_lock=True)
+    written = time.time()
+    with monkeypatch.context() as clock:  # the run's events were written 10 s ago; its newest batch 3 s ago
+        clock.setattr(time, "time", lambda: written - 10)
+        run = make_run(tmp_path / "runs", "live", state="running", epochs=10, done_epochs=2, hold_lock=True)
     try:
-        with open(run.path / EVENTS_JSONL, "a") as handle:
+        with open(run.path / BATCHES_FILE, "a") as handle:
             handle.write(json.dumps({"ts": time.time() - 3, "type": "batch", "attempt": 1, "epoch": 2,
                                      "epochs": 10, "batch": 1, "batches": 20}) + "\n")
         status_command.run(argparse.Namespace(run=str(run.path), json=False))
