@@ -95,9 +95,12 @@ async def test_home_shows_every_hosts_runs_and_stops_a_remote_run(fleet, tmp_pat
         await pilot.press("x")
         assert await wait_until(pilot, lambda: table_rows(app).get("hostb:far", ["", ""])[1] == "stopped",
                                 timeout=60)
-        await pilot.press("R")  # resume through the remote CLI: its answer is relayed (an exec run has no last.pt)
-        assert await wait_until(pilot, lambda: any("resume hostb:far" in str(n.message) and "no weights/last.pt" in
-                                                   str(n.message) for n in app._notifications), timeout=60)
+        await pilot.press("R")  # resume through the remote CLI (an exec run reruns its command): its answer relayed
+        assert await wait_until(pilot, lambda: any("resume hostb:far: done" in str(n.message)
+                                                   for n in app._notifications), timeout=60)
+        assert await wait_until(pilot, lambda: table_rows(app).get("hostb:far", ["", ""])[1] == "running",
+                                timeout=60)
+        cli(fleet, "stop", "hostb:far")
     local.release()
 
 
