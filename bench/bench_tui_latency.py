@@ -25,7 +25,7 @@ HARNESS = str(Path(__file__).resolve().parent / "_tui_harness.py")
 
 def floor_latency(events_path: Path, append, count: int) -> list[float]:
     """Append `count` events and time how soon an EventFollower polling every 1 ms sees each."""
-    from yolotui.runs.events import EventFollower
+    from yolotui.runs.eventlog import EventFollower
 
     follower = EventFollower(events_path)
     follower.offset = events_path.stat().st_size

@@ -176,14 +176,15 @@ def test_tui_runs_table_and_dashboard_reader_show_the_job(tmp_path, monkeypatch)
     from yolotui.runs.status import RunStatus, write_status
     from yolotui.runs.summary import summarize
     from yolotui.tui.runview import RunReader
-    from yolotui.tui.screens.home import HomeRow, _cells
+    from yolotui.tui.home_data import HomeRow
+    from yolotui.tui.widgets.run_cells import cells as row_cells
 
     _fake_squeue(monkeypatch, "31|RUNNING|None|node3|0:10:00|1:00:00\n")
     write_status(tmp_path, RunStatus(name="r", run_dir=str(tmp_path), state="running", device="0",
                                      slurm={"job_id": "31"}))
     view = RunReader(tmp_path).refresh()
     assert view.state == "running" and view.slurm["nodes"] == "node3" and view.slurm["time_left"] == "0:10:00"
-    cells = _cells(HomeRow(summarize(tmp_path), None), 0.0)
+    cells = row_cells(HomeRow(summarize(tmp_path), None), 0.0)
     assert cells[-1] == "0 job 31 on node3, 0:10:00 left"
 
 

@@ -81,7 +81,7 @@ def cells(row: HomeRow, now: float, marked: bool = False) -> tuple:
     name = Text.assemble(("● ", "bold"), summary.name) if marked else summary.name
     device = summary.device or "--"
     if summary.slurm:  # a SLURM run: where and how long, or why it waits
-        from yolotui.placement.slurm import short_text
+        from yolotui.runs.slurm_state import short_text
 
         device = f"{summary.device + ' ' if summary.device else ''}{short_text(summary.slurm)}"
     return (name, Text(state, state_style), epoch, progress_cell(row), best, trend_cell(row), checkpoint,
