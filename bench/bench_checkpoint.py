@@ -23,10 +23,10 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from yolotui.jobs.launch import write_run_files  # noqa: E402
 from yolotui.config import default_options, load_hyp, validate_options  # noqa: E402
 from yolotui.configs import resolve_hyp  # noqa: E402
 from yolotui.datasets import make_demo_dataset  # noqa: E402
+from yolotui.jobs.launch import write_run_files  # noqa: E402
 from yolotui.runs.events import read_events  # noqa: E402
 
 

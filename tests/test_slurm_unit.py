@@ -175,8 +175,8 @@ def test_submit_refuses_a_non_job_id_answer(tmp_path, monkeypatch):
 def test_tui_runs_table_and_dashboard_reader_show_the_job(tmp_path, monkeypatch):
     from yolotui.runs.status import RunStatus, write_status
     from yolotui.runs.summary import summarize
-    from yolotui.tui.runview import RunReader
     from yolotui.tui.home_data import HomeRow
+    from yolotui.tui.runview import RunReader
     from yolotui.tui.widgets.run_cells import cells as row_cells
 
     _fake_squeue(monkeypatch, "31|RUNNING|None|node3|0:10:00|1:00:00\n")
