@@ -164,6 +164,16 @@ class ChoiceRules:
     first: tuple[str, str] | None = None
 
 
+def last_pt_only_rules(diagnosis: Any, start_over: str) -> ChoiceRules:
+    """The rules of a trainer that resumes from its own weights/last.pt only: no --from, and `start_over` (the
+    label of rerunning its original command) put first when that checkpoint is not usable."""
+    from yolotui.health.report import RESTART
+    from yolotui.health.verdict import FINISHED, RESUMABLE
+
+    unusable = diagnosis.recommended == RESTART or diagnosis.last.verdict not in (RESUMABLE, FINISHED)
+    return ChoiceRules(drop=frozenset({"from"}), first=("resume", start_over) if unusable else None)
+
+
 class Backend(ABC):
     """One kind of trainer. Subclasses set `name` and `capabilities` and implement the four methods."""
 

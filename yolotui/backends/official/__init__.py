@@ -29,6 +29,7 @@ from yolotui.backends.base import (
     CommandRequest,
     LaunchSpec,
     RunOutputs,
+    last_pt_only_rules,
 )
 from yolotui.backends.official.backend import (
     CANNOT,
@@ -103,13 +104,8 @@ class OfficialBackend(Backend):
 
     def resume_rules(self, diagnosis: Any) -> ChoiceRules:
         """Its --resume takes weights/last.pt only (no --from); without a usable one it starts over."""
-        from yolotui.health.report import RESTART
-        from yolotui.health.verdict import FINISHED, RESUMABLE
-
-        unusable = diagnosis.recommended == RESTART or diagnosis.last.verdict not in (RESUMABLE, FINISHED)
-        first = ("resume", "start over with the original official command (no usable last.pt; the official "
-                           "--resume needs one)") if unusable else None
-        return ChoiceRules(drop=frozenset({"from"}), first=first)
+        return last_pt_only_rules(diagnosis, "start over with the original official command (no usable last.pt; "
+                                             "the official --resume needs one)")
 
     def tensorboard_folders(self, run_dir: Path) -> list[tuple[Path, str]]:
         """The official save_dir (the run folder for runs yolotui started)."""

@@ -28,7 +28,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from yolotui.backends.base import Backend, Capabilities, ChoiceRules, CommandRequest, LaunchSpec, RunOutputs
+from yolotui.backends.base import (
+    Backend,
+    Capabilities,
+    ChoiceRules,
+    CommandRequest,
+    LaunchSpec,
+    RunOutputs,
+    last_pt_only_rules,
+)
 from yolotui.backends.ultralytics.checkpoint import resume_usable
 from yolotui.backends.ultralytics.launch import NAME, resume_settings, save_dir, trainer_command
 from yolotui.backends.ultralytics.recognise import CLI, UltralyticsCommand, recognise_command
@@ -117,13 +125,8 @@ class UltralyticsBackend(Backend):
 
     def resume_rules(self, diagnosis: Any) -> ChoiceRules:
         """Resume from last.pt only (no --from); start the original command over when last.pt is not usable."""
-        from yolotui.health.report import RESTART
-        from yolotui.health.verdict import FINISHED, RESUMABLE
-
-        unusable = diagnosis.recommended == RESTART or diagnosis.last.verdict not in (RESUMABLE, FINISHED)
-        first = ("resume", "start over with the original ultralytics command (no usable last.pt: ultralytics "
-                           "resumes from last.pt only)") if unusable else None
-        return ChoiceRules(drop=frozenset({"from"}), first=first)
+        return last_pt_only_rules(diagnosis, "start over with the original ultralytics command (no usable last.pt: "
+                                             "ultralytics resumes from last.pt only)")
 
     def saved_batch_size(self, run_dir: Path) -> int | None:
         """The batch from ultralytics' args.yaml (its save_dir)."""
