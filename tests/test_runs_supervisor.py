@@ -190,6 +190,7 @@ def test_stop_during_restart_backoff_ends_stopped(tmp_path):
 def test_stop_of_a_run_that_is_not_running_changes_nothing(tmp_path):
     run_dir = start(tmp_path, ["true"])
     wait_state(run_dir, "finished")
+    wait_for(lambda: not lock.is_held(run_dir), timeout=5)  # the supervisor exits after the final write
     before = (run_dir / "status.json").read_bytes()
     result = stop(run_dir)
     assert not result.was_running and result.state == "finished"
