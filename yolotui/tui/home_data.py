@@ -168,7 +168,7 @@ class ExtrasReader:
     def extras(self, summary: RunSummary) -> RowExtras:
         """The run's extras, from the cache when its files are as they were."""
         folder = Path(summary.path)
-        key = (_stamp(folder / STATUS_JSON), _stamp(folder / RESULTS_CSV), _stamp(folder / EVENTS_JSONL),
+        key = (file_stamp(folder / STATUS_JSON), file_stamp(folder / RESULTS_CSV), file_stamp(folder / EVENTS_JSONL),
                summary.state, summary.epoch, summary.batch)
         cached = self._cache.get(summary.path)
         if cached is not None and cached[0] == key:
@@ -189,7 +189,8 @@ class ExtrasReader:
         return extras
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
+def file_stamp(path: Path) -> tuple[int, int] | None:
+    """(mtime in ns, size) of `path`, None when it cannot be read: what says a cached reading is still good."""
     try:
         stat = path.stat()
     except OSError:

@@ -21,7 +21,7 @@ from yolotui.runs.layout import (
     TRAIN_LOG,
     WEIGHTS_DIR,
 )
-from yolotui.tui.home_data import MAP_KEY, RESULTS_TAIL_BYTES, HomeRow, tail_results
+from yolotui.tui.home_data import MAP_KEY, RESULTS_TAIL_BYTES, HomeRow, file_stamp, tail_results
 
 LOG_TAIL_BYTES = 8 * 1024
 LOG_LINES = 12
@@ -137,7 +137,7 @@ class PreviewReader:
         return preview
 
     def _doctor(self, folder: Path) -> tuple[str | None, str | None, str | None]:
-        key = tuple(_stamp(folder / name) for name in (STATUS_JSON, f"{WEIGHTS_DIR}/{LAST_PT}",
+        key = tuple(file_stamp(folder / name) for name in (STATUS_JSON, f"{WEIGHTS_DIR}/{LAST_PT}",
                                                        f"{WEIGHTS_DIR}/{BEST_PT}"))
         cached = self._advice.get(str(folder))
         if cached is not None and cached[0] == key:
@@ -152,11 +152,3 @@ class PreviewReader:
             found = (None, None, f"no advice: {exc}")
         self._advice[str(folder)] = (key, *found)
         return found
-
-
-def _stamp(path: Path) -> tuple[int, int] | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
