@@ -54,3 +54,15 @@ def test_a_slow_dataset_is_data_bound_and_a_normal_one_is_not(tmp_path):
     assert slow_verdict.text.startswith(f"data-bound: the GPU waited {slow_verdict.pct:.0f} % of the step")
     assert "--workers 2" in slow_verdict.text and "--cache ram" in slow_verdict.text
     assert normal_verdict.kind == OK and normal_verdict.pct < slow_verdict.pct
+
+
+def test_the_verdict_text_and_its_pct_say_the_same_number():
+    # 95.498 % printed as "95" while the stored pct rounded to 95.5 printed as "96" (a CI failure)
+    loop = {"data_wait_s": 0.8125, "compute_s": 0.0383, "steps": 2, "workers": 0}
+    verdict = verdicts(loop, cpus=8)[0]
+    assert verdict.kind == DATA_BOUND and verdict.pct == 95.5
+    assert verdict.text.startswith(f"data-bound: the GPU waited {verdict.pct:.0f} % of the step")
+    calm = verdicts({"data_wait_s": 0.0086, "compute_s": 0.0356}, cpus=8)[0]
+    assert calm.kind == OK and f"waited {calm.pct:.0f} %" in calm.text
+    throttled = verdicts(summary={"samples": 9, "throttled_pct": 40.45, "seconds": 60})
+    assert throttled and f"throttled {throttled[0].pct:.0f} %" in throttled[0].text

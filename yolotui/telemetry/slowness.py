@@ -81,15 +81,17 @@ def verdicts(loop: Any = None, summary: Any = None, cpus: int | None = None) -> 
     found: list[Verdict] = []
     pct = data_wait_pct(loop)
     if pct is not None:
+        pct = round(pct, 1)  # the text and Verdict.pct say the same number
         if pct >= DATA_BOUND_PCT:
             found.append(Verdict(DATA_BOUND, f"data-bound: the GPU waited {pct:.0f} % of the step for data; "
-                                             f"{data_advice(loop, cpus)}", round(pct, 1)))
+                                             f"{data_advice(loop, cpus)}", pct))
     if isinstance(summary, dict) and summary.get("samples"):
         epoch = summary.get("last_epoch") if isinstance(summary.get("last_epoch"), dict) else None
         share = _num((epoch or {}).get("throttled_pct"))
         span = "the epoch" if share is not None else "the run"
         if share is None:
             share = _num(summary.get("throttled_pct"))
+        share = None if share is None else round(share, 1)
         clock = _num(summary.get("throttled_clock_pct"))
         if share is not None and share >= THROTTLED_PCT and (clock is None or clock < THROTTLE_CLOCK_PCT):
             reasons = summary.get("throttle_reasons_s") if isinstance(summary.get("throttle_reasons_s"), dict) else {}
@@ -97,14 +99,15 @@ def verdicts(loop: Any = None, summary: Any = None, cpus: int | None = None) -> 
             text = f"GPU throttled {share:.0f} % of {span}" + (f" ({', '.join(named)})" if named else "")
             if clock is not None:
                 text += f", SM clock at {clock:.0f} %"
-            found.append(Verdict(THROTTLED, text, round(share, 1)))
+            found.append(Verdict(THROTTLED, text, share))
         util, seconds = _num(summary.get("utilization_mean_pct")), _num(summary.get("seconds"))
+        util = None if util is None else round(util, 1)
         if pct is None and util is not None and seconds and seconds >= LOW_UTIL_MIN_S and util < LOW_UTIL_PCT:
             found.append(Verdict(LOW_UTILISATION, f"the GPU was busy only {util:.0f} % of the time: the run is "
                                                   "likely data- or CPU-bound (more data-loader workers, a RAM "
-                                                  "cache)", round(util, 1)))
+                                                  "cache)", util))
     if not found and pct is not None:
-        found.append(Verdict(OK, f"not data-bound: the loop waited {pct:.0f} % of the step for data", round(pct, 1)))
+        found.append(Verdict(OK, f"not data-bound: the loop waited {pct:.0f} % of the step for data", pct))
     return found
 
 
