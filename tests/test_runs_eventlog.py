@@ -373,3 +373,16 @@ def test_logs_follow_goes_on_across_a_cut(tmp_path, monkeypatch, capsysbinary):
     logs.run(args)
     out = capsysbinary.readouterr().out
     assert out.startswith(b"first line\n[yolotui: ") and out.endswith(b"before the cut\nafter the cut\n")
+
+
+def test_tail_window_starts_at_a_line_and_says_where(tmp_path):
+    from yolotui.runs.tailread import tail_window
+
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"aaaa\nbbbb\ncccc\n")
+    assert tail_window(path, 100) == (b"aaaa\nbbbb\ncccc\n", 0)
+    assert tail_window(path, 7) == (b"cccc\n", 10)  # "bb\n" is the partial line dropped
+    assert tail_window(path, 5) == (b"cccc\n", 10)  # the window holds a whole line but no earlier newline
+    path.write_bytes(b"x" * 50)
+    assert tail_window(path, 10) == (b"x" * 10, 40)  # one long partial line: kept (a \r-only progress log)
+    assert tail_window(tmp_path / "missing", 10) == (b"", 0)

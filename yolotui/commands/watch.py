@@ -119,20 +119,11 @@ def _stdin_closed(selector: selectors.BaseSelector | None, wait: float) -> bool:
 def _tail(path, keep: int) -> tuple[list[dict], int]:
     """The newest `keep` events within the file's last TAIL_BYTES, and the offset to follow from."""
     from yolotui.runs.events import parse_lines
+    from yolotui.runs.tailread import tail_window
 
-    try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            start = max(0, size - TAIL_BYTES)
-            handle.seek(start)
-            data = handle.read(size - start)
-    except OSError:
-        return [], 0
-    skip = 0
-    if start > 0:
-        skip = data.find(b"\n") + 1
-    events, consumed = parse_lines(data[skip:])
-    return (events[-keep:] if keep else []), start + skip + consumed
+    data, start = tail_window(path, TAIL_BYTES)
+    events, consumed = parse_lines(data)
+    return (events[-keep:] if keep else []), start + consumed
 
 
 def _local(run_dir, as_json: bool, keep: int) -> int:

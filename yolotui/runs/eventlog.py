@@ -13,6 +13,7 @@ from collections import deque
 from pathlib import Path
 
 from yolotui.runs.events import BATCHES_FILE, BATCHES_PREVIOUS, EVENTS_FILE, Event, parse_line, parse_lines
+from yolotui.runs.tailread import tail_window
 
 CHUNK = 1024 * 1024  # read size of a follower; a backlog never sits in memory whole
 KEEP_BATCHES = 256  # batch events a follower hands over from a backlog (the newest)
@@ -26,17 +27,7 @@ def is_batch_line(raw: bytes) -> bool:
 
 def tail_events(path, max_bytes: int = 64 * 1024) -> list[Event]:
     """The complete events in the last `max_bytes` of one stream file (the first partial line dropped)."""
-    try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            start = max(0, size - max_bytes)
-            handle.seek(start)
-            data = handle.read()
-    except OSError:
-        return []
-    if start > 0:
-        data = data[data.find(b"\n") + 1 :]
-    return parse_lines(data)[0]
+    return parse_lines(tail_window(path, max_bytes)[0])[0]
 
 
 def _by_time(events: list[Event]) -> list[Event]:

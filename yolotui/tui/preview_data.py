@@ -7,7 +7,6 @@ acts on it: "R resume at epoch 18 of 50", "F fine-tune from best.pt".
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,17 +81,9 @@ def curves(rows: list[dict[str, float]]) -> tuple[tuple[float, ...], tuple[float
 def log_tail(path: Path, max_bytes: int = LOG_TAIL_BYTES, count: int = LOG_LINES) -> list[str]:
     """The last `count` display lines of train.log, from its last `max_bytes` only."""
     from yolotui.logtext import LogCleaner
+    from yolotui.runs.tailread import tail_window
 
-    try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            start = max(0, size - max_bytes)
-            handle.seek(start)
-            data = handle.read(size - start)
-    except OSError:
-        return []
-    if start > 0:
-        data = data[data.find(b"\n") + 1:]
+    data, _ = tail_window(path, max_bytes)
     lines = data.decode("utf-8", "replace").split("\n")
     if lines and not lines[-1]:
         lines.pop()
