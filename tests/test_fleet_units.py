@@ -166,6 +166,20 @@ def test_the_home_source_tags_remote_runs_and_says_how_each_host_is():
     assert [s.name for s in source.summaries()] == ["gpu1:exp;1", "gpu2:x"]  # the last reading stays while it is away
 
 
+def test_a_remote_row_shows_its_checkpoint_age_as_the_host_read_it():
+    from yolotui.fleet.remote_runs import HostRuns
+    from yolotui.tui.fleet_source import FleetSource
+    from yolotui.tui.home_data import HomeRow
+    from yolotui.tui.widgets.run_cells import COLUMNS, cells
+
+    source = FleetSource([Host("gpu1", "gpu1")])
+    source.apply([HostRuns("gpu1", parse_runs(json.dumps([{"name": "a", "state": "running", "checkpoint_age": 125},
+                                                          {"name": "b", "state": "running"}])))], now=time.time())
+    shown = {s.name: cells(HomeRow(s, None), time.time())[COLUMNS.index("checkpoint")].plain
+             for s in source.summaries()}
+    assert shown == {"gpu1:a": "2m remote", "gpu1:b": "none"}  # was "none" for both: the column read local files
+
+
 def test_watch_json_starts_from_the_tail_of_a_huge_events_file_and_ends_with_the_run(tmp_path, cli_env):
     run = make_run(tmp_path / "runs", "big", state="finished", done_epochs=3)
     line = json.dumps({"ts": 1.0, "type": "batch", "attempt": 1, "epoch": 2, "batch": 1, "pad": "x" * 200})

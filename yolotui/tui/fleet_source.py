@@ -40,7 +40,6 @@ def _summary(host: str, run: dict) -> RunSummary:
     fields = {k: run.get(k) for k in RunSummary.__slots__ if k not in ("name", "path", "state")}
     summary = RunSummary(f"{host}:{name}", row_key(host, name), str(run["state"])[:40], **fields)
     summary.attempt = summary.attempt or 0
-    summary.checkpoint_age = None  # the local checkpoint column reads local files only
     return summary
 
 

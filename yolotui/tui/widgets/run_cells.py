@@ -77,6 +77,11 @@ def cells(row: HomeRow, now: float, marked: bool = False) -> tuple:
         age = format_age(now - row.checkpoint.mtime) if row.checkpoint.mtime else "--"
         verdict = row.checkpoint.verdict
         checkpoint = Text.assemble(f"{age} ", (verdict, STATE_STYLE[VERDICT_CLASS.get(verdict, "muted")]))
+    elif summary.checkpoint_age is not None:
+        from yolotui.tui.fleet_source import remote_key
+
+        if remote_key(summary.path):  # another host's last.pt: its age as that host read it, not checked here
+            checkpoint = Text.assemble(f"{format_age(summary.checkpoint_age)} ", ("remote", "dim"))
     state = summary.state if summary.attempt <= 1 else f"{summary.state} #{summary.attempt}"
     name = Text.assemble(("● ", "bold"), summary.name) if marked else summary.name
     device = summary.device or "--"
