@@ -1,10 +1,11 @@
 """The system packages the test suite uses, and the one rule for a missing one.
 
-A test that needs a Debian package (tmux, rsync, openssh-server, chromium, slurm-wlm + munge) says so with
+A test that needs a Debian package (tmux, rsync, openssh-server, chromium, slurm-wlm + munge, zsh, fish) says so with
 `@needs("rsync")` (a marker that tests/conftest.py checks before the test runs) or by calling
 `require("rsync")` from a helper. Where the package is missing the test is skipped with the command that
 installs it; under CI (the environment has CI=true, as .ci/run sets) it fails instead, so CI can never go
-green by skipping. The same holds for the tests that must run as root (a private sshd, a local SLURM).
+green by skipping. The same holds for the tests that must run as root (a private sshd, a local SLURM), and for
+the optional Python modules of the test extra (`require_module`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,13 @@ PACKAGES = {
     "openssh-server": Package("openssh-server", ("/usr/sbin/sshd", "ssh", "ssh-keygen")),
     "chromium": Package("chromium", ("/usr/bin/chromium",)),
     "slurm": Package("slurm-wlm munge", SLURM_PROGRAMS),
+    "zsh": Package("zsh", ("zsh",)),
+    "fish": Package("fish", ("fish",)),
 }
+
+# Python packages of the test extra that some tests import: the same rule (skip with the install command, fail
+# under CI, where `pip install -e '.[test]'` must have brought them).
+EXTRA = ".[test]"
 
 
 def under_ci(environ: dict[str, str] | None = None) -> bool:
@@ -88,6 +95,17 @@ def require(*names: str, root: bool = False, why: str = "") -> None:
     reason = problem(*names, root=root, why=why)
     if reason:
         unavailable(reason)
+
+
+def require_module(module: str, why: str = ""):
+    """The module `module` imported; when it is missing, skip with the pip command (fail under CI)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        lead = f"{why} " if why else ""
+        unavailable(f"{lead}needs the Python module {module} ({exc}): pip install -e '{EXTRA}'")
 
 
 def needs(*names: str, root: bool = False) -> pytest.MarkDecorator:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
 
 import pytest
+from syspkg import require
 
 from yolotui.cli import COMMANDS
 
@@ -96,16 +96,15 @@ def test_zsh_and_fish_scripts_name_every_subcommand(yolotui_cmd, cli_env, tmp_pa
     for name in COMMANDS:
         assert name in script
     assert "yolotui completion --runs" in script
-    if shutil.which(shell):  # the syntax check where the shell is installed; the content checks above always run
-        path = tmp_path / f"yolotui.{shell}"
-        path.write_text(script)
-        check = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True)
-        assert check.returncode == 0, check.stderr
+    require(shell, why=f"the {shell} syntax check")  # the content checks above have run either way
+    path = tmp_path / f"yolotui.{shell}"
+    path.write_text(script)
+    check = subprocess.run([shell, "-n", str(path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
 
 
 def test_zsh_runs_the_same_completion_through_bashcompinit(yolotui_cmd, shim, tmp_path):
-    if not shutil.which("zsh"):  # CI installs zsh (.ci/run); the bash tests above cover the shared function
-        pytest.skip("zsh is not installed here")
+    require("zsh", why="zsh's completion through bashcompinit")  # the bash tests above cover the shared function
     path = tmp_path / "yolotui.zsh"
     path.write_text(completion("zsh", yolotui_cmd, shim))
     program = (f"autoload -U +X compinit && compinit -u; source '{path}'; "
@@ -119,8 +118,7 @@ def test_zsh_runs_the_same_completion_through_bashcompinit(yolotui_cmd, shim, tm
 
 
 def test_fish_completes_choices_and_run_names(yolotui_cmd, shim, tmp_path):
-    if not shutil.which("fish"):  # CI installs fish (.ci/run)
-        pytest.skip("fish is not installed here")
+    require("fish", why="fish's completion")
     path = tmp_path / "yolotui.fish"
     path.write_text(completion("fish", yolotui_cmd, shim))
     program = (f"source '{path}'; complete -C 'yolotui train --optimizer A'; echo ---; "

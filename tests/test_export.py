@@ -11,6 +11,7 @@ import json
 
 import pytest
 import torch
+from syspkg import require_module
 from test_official_weights import save_fake_official
 from trainkit import TINY_CFG, make_data
 
@@ -91,7 +92,7 @@ def tiny_checkpoint(path, nc=5):
 
 @pytest.mark.parametrize("opset", [18, 17])  # 18: the dynamo exporter (onnxscript); 17: TorchScript
 def test_export_onnx_matches_pytorch(tmp_path, capsys, opset):
-    pytest.importorskip("onnxruntime", reason="the export extra is not installed (CI installs it via [test])")
+    require_module("onnxruntime", why="the ONNX export check")
     weights = tmp_path / "w.pt"
     tiny_checkpoint(weights)
     out = tmp_path / "deploy" / "model.pt"
@@ -161,7 +162,7 @@ def test_export_half_writes_fp16_weights(tmp_path, capsys):
                                                  ("gelan-t", 64, "onnx"), ("yolov9-t", 64, "pt")])
 def test_a_freshly_trained_run_exports_and_passes_its_checks(tmp_path, capsys, cfg, img, fmt):
     if fmt == "onnx":
-        pytest.importorskip("onnxruntime", reason="the export extra is not installed (CI installs it via [test])")
+        require_module("onnxruntime", why="the ONNX export check")
     from trainkit import make_run, run_trainer
 
     data = make_data(tmp_path / "data", n_train=16, n_val=8, img=img)

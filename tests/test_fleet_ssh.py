@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +19,7 @@ import psutil
 import pytest
 from fleetkit import start_fleet
 from runs_helpers import wait_for
+from syspkg import needs
 
 STANDIN = Path(__file__).resolve().parent / "official_standin"
 
@@ -221,7 +221,7 @@ def test_stop_on_an_unreachable_host_says_so_and_runs_nothing(fleet, tmp_path):
     assert done.returncode == 255 and "dead (dead) unreachable over ssh; nothing was run there" in done.stderr
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+@needs("tmux")
 def test_attach_host_run_opens_the_remote_dashboard_and_a_cut_link_leaves_the_run_running(fleet, tmp_path):
     yolotui(fleet, "exec", "--host", "hostb", "--name", "dash", "--project", str(tmp_path / "runs"), "--",
             sys.executable, "-c", "import time; time.sleep(60)")

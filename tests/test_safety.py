@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from runs_helpers import reap_runs, wait_for  # noqa: F401 - reap_runs is an autouse fixture
+from syspkg import require_module
 
 from yolotui.cli import main
 from yolotui.errors import UserError
@@ -159,7 +160,7 @@ def test_a_hook_command_with_a_secret_argument_is_never_logged_whole():
 
 
 def test_apprise_reasons_and_errors_are_scrubbed(monkeypatch):
-    apprise = pytest.importorskip("apprise")
+    apprise = require_module("apprise", why="apprise's scrubbed reasons")
     from yolotui.notify import send as notify_send
 
     def failing_notify(self, title="", body="", **_kwargs):
@@ -249,7 +250,7 @@ def _free_port() -> int:
 
 
 def test_serve_prints_no_access_log_with_the_token(tmp_path, yolotui_cmd, cli_env):
-    pytest.importorskip("textual_serve", reason="the serve extra is not installed (CI installs it via [test])")
+    require_module("textual_serve", why="yolotui serve")
     port = _free_port()
     server = subprocess.Popen([*yolotui_cmd, "serve", "--port", str(port)], env={**cli_env, "COLUMNS": "200"},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)

@@ -51,6 +51,16 @@ def test_root_is_required_like_a_package(monkeypatch):
         syspkg.require(root=True, why="a private sshd")
 
 
+def test_a_missing_python_module_skips_with_the_pip_command_and_fails_under_ci(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    assert syspkg.require_module("json").dumps([1]) == "[1]"
+    with pytest.raises(pytest.skip.Exception, match=r"needs the Python module no_such_mod_x .*pip install -e '.\[test\]'$"):
+        syspkg.require_module("no_such_mod_x", why="a check")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="no_such_mod_x"):
+        syspkg.require_module("no_such_mod_x")
+
+
 def test_an_unknown_package_name_is_an_error():
     with pytest.raises(KeyError, match="tests/syspkg.py"):
         syspkg.needs("rsnyc")
