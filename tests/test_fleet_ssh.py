@@ -247,3 +247,45 @@ def test_attach_host_run_opens_the_remote_dashboard_and_a_cut_link_leaves_the_ru
         yolotui(fleet, "stop", "hostb:dash")
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=20)
+
+
+@needs("tmux")
+def test_a_remote_runs_resume_wizard_runs_on_its_host_and_resumes_it(fleet, tmp_path):
+    """R on a remote row opens `yolotui attach RUN --wizard resume` on the host over ssh -t: the host's own wizard,
+    reading its checkpoints there; its launch resumes the run there and shows the resumed run's dashboard."""
+    yolotui(fleet, "exec", "--host", "hostb", "--name", "wiz", "--project", str(tmp_path / "runs"), "--",
+            sys.executable, "-c", "import time; time.sleep(60)")
+    yolotui(fleet, "stop", "hostb:wiz")
+    socket_name = f"yolotui-wizard-{os.getpid()}"
+    tmux = ["tmux", "-L", socket_name, "-f", "/dev/null"]
+    env_args = [a for k in ("PYTHONPATH", "YOLOTUI_HOME", "YOLOTUI_SSH_CONFIG", "XDG_RUNTIME_DIR")
+                for a in ("-e", f"{k}={fleet.env[k]}")]
+    script = (f"{shlex.quote(sys.executable)} -m yolotui attach hostb:wiz --wizard resume; echo ATTACH-EXIT=$?; "
+              "sleep 60")
+    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "30", "-s", "t", *env_args, "sh", "-c", script],
+                   check=True, timeout=20)
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p", "-J", "-t", "t"], capture_output=True, text=True,
+                              timeout=20).stdout
+
+    def until(condition, timeout: float) -> None:
+        try:
+            wait_for(condition, timeout=timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the pane:\n{screen()}") from None
+
+    try:
+        # drawn: the wizard's frame on line 1 (a modal over the host's runs table) and the exec backend's choice
+        until(lambda: "╭─ resume" in screen().partition("\n")[0] and "run its command again" in screen(), 90)
+        assert remote_state(fleet, "hostb", "wiz") == "stopped"
+        subprocess.run([*tmux, "send-keys", "-t", "t", "C-s"], check=True, timeout=20)
+        until(lambda: remote_state(fleet, "hostb", "wiz") == "running", 90)
+        until(lambda: screen().lstrip().startswith("wiz") and "running" in screen().splitlines()[0],
+              60)  # the resumed run's dashboard, drawn on the host
+        subprocess.run([*tmux, "send-keys", "-t", "t", "q"], check=True, timeout=20)
+        until(lambda: "ATTACH-EXIT=0" in screen(), 60)
+        assert remote_state(fleet, "hostb", "wiz") == "running"  # quitting the dashboard left the run going
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=20)
+        yolotui(fleet, "stop", "hostb:wiz", check=False)

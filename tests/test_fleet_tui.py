@@ -1,6 +1,6 @@
 """The home screen with hosts, against a real sshd acting as two hosts (tests/fleetkit.py): remote runs tagged
 HOST:NAME next to the local ones, each host's reachability on one line, an unreachable host that never holds up
-the table, x on a remote row stopping the run through the remote CLI, and a host that drops (sshd gone) coming
+the table, x on a remote row stopping the run through the remote CLI (R and F name the host's wizards), and a host that drops (sshd gone) coming
 back by itself once sshd is back."""
 
 from __future__ import annotations
@@ -95,9 +95,12 @@ async def test_home_shows_every_hosts_runs_and_stops_a_remote_run(fleet, tmp_pat
         await pilot.press("x")
         assert await wait_until(pilot, lambda: table_rows(app).get("hostb:far", ["", ""])[1] == "stopped",
                                 timeout=60)
-        await pilot.press("R")  # resume through the remote CLI (an exec run reruns its command): its answer relayed
-        assert await wait_until(pilot, lambda: any("resume hostb:far: done" in str(n.message)
-                                                   for n in app._notifications), timeout=60)
+        for key, wizard in (("R", "resume"), ("F", "finetune")):  # the host's own wizard needs the real terminal
+            await pilot.press(key)
+            assert await wait_until(pilot, lambda: any(f"yolotui attach hostb:far --wizard {wizard}" in str(
+                n.message) for n in app._notifications))
+            assert app.screen is app.home
+        cli(fleet, "resume", "hostb:far")  # an exec run reruns its command; the row follows
         assert await wait_until(pilot, lambda: table_rows(app).get("hostb:far", ["", ""])[1] == "running",
                                 timeout=60)
         cli(fleet, "stop", "hostb:far")

@@ -209,6 +209,15 @@ def test_gather_facts_offers_resumable_epoch_checkpoints_on_disk(tmp_path):
     assert (FROM, "epoch4.pt") in offered and offered[-1] == (FINETUNE, None)
 
 
+def test_an_exec_run_offers_one_resume_its_command_again(tmp_path):
+    run = make_plain_run(tmp_path / "exp")
+    for kind in ("resume", "corrupt", "nothing"):  # whatever checkpoints its command left: one resume, never twice
+        choices = resume_choices(ResumeFacts(fake_diagnosis(run, kind), 16, [], backend="exec"))
+        resumes = [c for c in choices if c.key == RESUME]
+        assert len(resumes) == 1 and "run its command again" in resumes[0].label, (kind, choices)
+        assert not {c.key for c in choices} & {SMALLER, EXTEND, FROM}
+
+
 async def test_a_run_yaml_yolotui_did_not_write_is_shown_and_needs_the_trust_box(run_dir):
     from textual.widgets import Checkbox
 

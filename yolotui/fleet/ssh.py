@@ -87,6 +87,11 @@ def remote_line(host: Host, argv: list[str]) -> str:
     return " ".join([host.command, *(shlex.quote(str(a)) for a in argv)])
 
 
+def attach_argv(name: str, theme: str | None = None, wizard: str | None = None) -> list[str]:
+    """The remote side's `yolotui attach` arguments: a run's dashboard, or its `wizard` alone."""
+    return ["attach", name] + (["--theme", theme] if theme else []) + (["--wizard", wizard] if wizard else [])
+
+
 def ssh_argv(host: Host, argv: list[str], tty: bool = False) -> list[str]:
     """The local ssh command line that runs `yolotui ARGV` on `host` (`tty`: with a terminal, for a dashboard)."""
     return ["ssh", *ssh_options(), "-t" if tty else "-T", host.target, "--", remote_line(host, argv)]

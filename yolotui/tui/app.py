@@ -40,9 +40,11 @@ class YolotuiApp(RunActionsMixin, App[int]):
 
     def __init__(self, run_dir: Path | None = None, theme: str | None = None, *,
                  sampler: Any = None, clock: Callable[[], float] = time.time,
-                 gpu_interval: float | None = GPU_INTERVAL_S, remember_theme: bool = True) -> None:
+                 gpu_interval: float | None = GPU_INTERVAL_S, remember_theme: bool = True,
+                 wizard: str | None = None) -> None:
         super().__init__()
         self.start_run = Path(run_dir) if run_dir is not None else None
+        self.start_wizard = wizard  # "resume" or "finetune": the run's wizard alone (`attach RUN --wizard`)
         self.requested_theme = theme
         self._sampler = sampler
         self.clock = clock
@@ -97,7 +99,9 @@ class YolotuiApp(RunActionsMixin, App[int]):
     def on_mount(self) -> None:
         self.home = HomeScreen()
         self.push_screen(self.home)
-        if self.start_run is not None:
+        if self.start_run is not None and self.start_wizard:
+            self.open_wizard_alone(self.start_run, self.start_wizard)
+        elif self.start_run is not None:
             self.open_run(self.start_run)
         for problem in self.theme_problems:
             self.notify(problem, title="theme file skipped", severity="warning", timeout=8)
@@ -224,15 +228,16 @@ class YolotuiApp(RunActionsMixin, App[int]):
             self.home.set_sort(column)
 
 
-def run_app(run_dir: Path | None = None, theme: str | None = None) -> int:
-    """Open the TUI: on the runs table, or on `run_dir`'s dashboard. Returns the exit status.
+def run_app(run_dir: Path | None = None, theme: str | None = None, wizard: str | None = None) -> int:
+    """Open the TUI: on the runs table, on `run_dir`'s dashboard, or on its `wizard` ("resume", "finetune")
+    alone. Returns the exit status.
 
     Only Textual writes to the terminal meanwhile; anything else (children, warnings, libraries) goes to the
     TUI's log (yolotui.tui.terminal)."""
     from yolotui.tui.terminal import guarded_terminal
 
     with guarded_terminal():
-        app = YolotuiApp(run_dir=run_dir, theme=theme)
+        app = YolotuiApp(run_dir=run_dir, theme=theme, wizard=wizard)
         result = app.run()
     if app.farewell:
         print(app.farewell)

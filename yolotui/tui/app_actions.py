@@ -81,6 +81,21 @@ class RunActionsMixin:
     def _opened(self, run_dir: Path | None) -> None:
         if run_dir is not None:
             self.open_run(Path(run_dir))  # type: ignore[attr-defined]
+        elif getattr(self, "start_wizard", None):
+            self.call_after_refresh(self._quit_if_no_wizard)  # after "fine-tune instead" pushes the next one
+
+    def open_wizard_alone(self, run_dir: Path, which: str) -> None:
+        """`run_dir`'s resume or fine-tune wizard on its own (`yolotui attach RUN --wizard`, which another host's
+        yolotui opens over ssh -t): a launch opens the run's dashboard; a cancel quits the app."""
+        if not Path(run_dir).is_dir():
+            message = f"yolotui: error: {run_dir}: no such run folder"
+            self.call_after_refresh(lambda: self.exit(2, message=message))  # once the home screen is up
+            return
+        (self.open_finetune if which == "finetune" else self.open_resume)(Path(run_dir))
+
+    def _quit_if_no_wizard(self) -> None:
+        if self.screen is getattr(self, "home", None):
+            self.exit(0)
 
     def open_new_run(self) -> None:
         """The new-run wizard."""

@@ -5,8 +5,10 @@ Nothing happens when no host is configured: the home screen is exactly the local
 in a thread worker, bounded in time; the UI thread only applies the readings.
 - Enter on a remote row: the remote dashboard in this terminal (`ssh -t HOST yolotui attach RUN`, the TUI
   suspended meanwhile); back here when it is closed or the link drops.
-- x stops (press twice: the first press asks), R resumes with the run's own options, c asks for a checkpoint,
-  y copies HOST:FOLDER; the wizards stay local (the CLI takes `--host` for the rest).
+- R and F: the run's resume and fine-tune wizards, the same ones, run on the host over `ssh -t` (`yolotui attach
+  RUN --wizard resume|finetune` there), so they read its checkpoints where they are.
+- x stops (press twice: the first press asks), c asks for a checkpoint, y copies HOST:RUN; the CLI takes
+  `--host` for the rest (logs, rm).
 """
 
 from __future__ import annotations
@@ -101,21 +103,31 @@ class FleetHomeMixin:
         host = self.fleet.host_of(found[0]) if found and self.fleet else None
         if host is None:
             return False
+        self._remote_screen(host, found[1])
+        return True
+
+    def _remote_screen(self: Any, host, name: str, wizard: str | None = None) -> None:
+        """The run's dashboard (or `wizard`) as the host's yolotui draws it, in this terminal over `ssh -t`; this
+        TUI is suspended meanwhile and comes back when it ends."""
         import subprocess
 
         from textual.app import SuspendNotSupported
 
-        from yolotui.fleet.ssh import ssh_argv
+        from yolotui.fleet.ssh import attach_argv, ssh_argv
 
+        argv = attach_argv(name, wizard=wizard)
         try:
             with self.app.suspend():
-                code = subprocess.call(ssh_argv(host, ["attach", found[1]], tty=True))
+                code = subprocess.call(ssh_argv(host, argv, tty=True))
         except SuspendNotSupported:
-            self.notify(f"run in a terminal: yolotui attach {host.name}:{found[1]}", severity="warning")
-            return True
+            shown = " ".join([argv[0], f"{host.name}:{name}", *argv[2:]])
+            self.notify(f"run in a terminal: yolotui {shown}", severity="warning")
+            return
         if code == 255:
             self.notify(f"{host.name}: the ssh link dropped; the run goes on there", severity="warning")
-        return True
+        elif code != 0:
+            self.notify(f"{host.name}: `yolotui {' '.join(argv)}` there ended with status {code} (an older yolotui? "
+                        "see `yolotui hosts ls`)", severity="warning", timeout=8)
 
     def remote_run_action(self: Any, action: str) -> bool:
         """The app's run keys on a remote row (True when handled here, so the local action is skipped)."""
@@ -132,16 +144,15 @@ class FleetHomeMixin:
                 return True
             self._fleet_confirm = None
             self._fleet_act(host, ["stop", name, "--no-wait"], f"stop {label}")
-        elif action == "open_resume":
-            self._fleet_act(host, ["resume", name, "--json"], f"resume {label}")
+        elif action in ("open_resume", "open_finetune"):  # the same wizards, run on the host
+            self._remote_screen(host, name, "resume" if action == "open_resume" else "finetune")
         elif action == "save_checkpoint":
             self._fleet_act(host, ["save", name], f"checkpoint {label}")
         elif action == "copy_path":
             self.app.copy_to_clipboard(label)
             self.notify(f"copied {label}", timeout=3)
         else:
-            verb = {"remove": "rm", "open_log": "logs", "open_finetune": "finetune --data DATA --from"}.get(
-                action, "COMMAND")
+            verb = {"remove": "rm", "open_log": "logs"}.get(action, "COMMAND")
             self.notify(f"on a run of {host.name}, use the CLI: yolotui {verb} {name} --host {host.name}",
                         severity="warning")
         return True

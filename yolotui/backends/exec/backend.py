@@ -19,6 +19,7 @@ from yolotui.backends.base import (
     REMEDY_RETRY,
     Backend,
     Capabilities,
+    ChoiceRules,
     CommandRequest,
     LaunchSpec,
     RunOutputs,
@@ -58,6 +59,13 @@ class ExecBackend(Backend):
         """--from and the process-layout flags are yolotui engine options; --slurm resubmits as recorded."""
         if options.from_ckpt or any((options.layout or {}).values()):
             raise UserError("an exec run reruns its own command: --from and the process-layout flags do not apply")
+
+    def resume_rules(self, diagnosis: Any) -> ChoiceRules:
+        """One way to resume, whatever checkpoints the command left: rerun it unchanged (what `yolotui resume`
+        does), never from another checkpoint or with another batch size or epoch count."""
+        return ChoiceRules(drop=frozenset({"resume", "from", "smaller-batch", "extend"}),
+                           first=("resume", "run its command again, unchanged (an exec run's own resume, if any, "
+                                            "is up to the command)"))
 
     def tensorboard_folders(self, run_dir: Path) -> list[tuple[Path, str]]:
         """An official trainer followed under exec (run.yaml's `official` record) writes its own event files where
