@@ -18,7 +18,7 @@ from sshkit import start_sshd
 from yolotui.errors import UserError
 from yolotui.mirror import pull
 from yolotui.mirror.push import push, store_for
-from yolotui.mirror.snapshot import describes, read_manifest, sha256_file, take
+from yolotui.mirror.snapshot import describes, extend_copy, read_manifest, sha256_file, take
 from yolotui.mirror.target import FSSPEC, LOCAL, RSYNC, check_usable, parse_target, split_run
 from yolotui.runs import lock
 
@@ -119,6 +119,54 @@ def test_local_mirror_copies_checks_and_keeps_only_the_latest(tmp_path):
     assert names == sorted(["exp/" + f for f in FILES] + [f"exp/weights/{n}" for n in
                                                            ("last.pt", "last.pt.json", "best.pt", "best.pt.json")])
     assert not (run_dir / ".mirror" / "stage").exists()  # the stage is gone after each copy
+
+
+def test_extend_copy_writes_only_the_new_complete_lines_and_rewrites_a_cut_back_file(tmp_path):
+    source, copy = tmp_path / "events.jsonl", tmp_path / "copy.jsonl"
+    assert extend_copy(source, copy) is None and not copy.exists()
+    source.write_bytes(b"".join(b'{"epoch": %d, "pad": "%s"}\n' % (i, b"x" * 200) for i in range(100)))
+    assert extend_copy(source, copy) == source.stat().st_size and copy.read_bytes() == source.read_bytes()
+    inode = copy.stat().st_ino
+    with open(source, "ab") as handle:
+        handle.write(b'{"epoch": 100}\n{"epoch": 10')  # a line being written: not sent yet
+    assert extend_copy(source, copy) == len(b'{"epoch": 100}\n') and copy.stat().st_ino == inode
+    assert extend_copy(source, copy) == 0
+    with open(source, "ab") as handle:
+        handle.write(b'1}\n')
+    assert extend_copy(source, copy) == len(b'{"epoch": 101}\n') and copy.read_bytes() == source.read_bytes()
+    cut = source.read_bytes()[: 50 * 228]  # a resume dropped what came after its checkpoint, then went on
+    source.write_bytes(cut + b'{"epoch": 50, "resumed": true}\n')
+    assert extend_copy(source, copy) == source.stat().st_size and copy.read_bytes() == source.read_bytes()
+    assert copy.stat().st_ino != inode  # rewritten whole, atomically
+    inode = copy.stat().st_ino
+    source.write_bytes(cut + b"".join(b'{"epoch": %d, "again": "%s"}\n' % (i, b"z" * 300) for i in range(50, 120)))
+    assert source.stat().st_size > copy.stat().st_size  # cut back, then grown past the copy: not a prefix of it
+    assert extend_copy(source, copy) == source.stat().st_size and copy.read_bytes() == source.read_bytes()
+    assert copy.stat().st_ino != inode
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(source)
+    with pytest.raises(UserError, match="plain file"):
+        extend_copy(link, tmp_path / "other.jsonl")
+
+
+def test_a_long_runs_mirror_sends_what_each_epoch_added_not_its_history(tmp_path):
+    run_dir = _fake_run(tmp_path / "runs")
+    mirror = tmp_path / "mirror"
+    events = run_dir / "events.jsonl"
+    events.write_bytes(b"".join(b'{"type": "epoch", "epoch": %d, "pad": "%s"}\n' % (i, b"y" * 900)
+                                for i in range(300)))  # 300 epochs of history, ~280 KB
+    _copy(run_dir, str(mirror))
+    kept, copied = run_dir / ".mirror" / "grown" / "events.jsonl", mirror / "exp" / "events.jsonl"
+    inodes = (kept.stat().st_ino, copied.stat().st_ino)
+    for epoch in (300, 301):
+        with open(events, "ab") as handle:
+            handle.write(b'{"type": "epoch", "epoch": %d}\n' % epoch)
+        with open(run_dir / "results.csv", "ab") as handle:
+            handle.write(b"%d,0.5\n" % epoch)
+        _copy(run_dir, str(mirror))
+        assert (kept.stat().st_ino, copied.stat().st_ino) == inodes  # extended in place, never rewritten
+        _assert_mirrors(run_dir, mirror / "exp")
+    assert not (run_dir / ".mirror" / "stage").exists()
 
 
 def test_snapshot_between_the_trainers_two_renames_takes_the_pending_manifest(tmp_path):

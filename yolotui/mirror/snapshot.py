@@ -6,7 +6,12 @@ what it pinned and keeps the manifest that describes exactly those bytes: the cu
 `.next` one when the snapshot fell between the trainer's two renames. A checkpoint that changed while it was
 read is pinned again (a few times). A checkpoint without any manifest (a trainer that writes none) gets one
 made from its bytes, so a restore can check it all the same. The small files (run.yaml, opt.yaml, hyp.yaml,
-results.csv, events.jsonl, status.json) are copied as they are now; links in the run folder are never followed.
+status.json) are copied as they are now; links in the run folder are never followed.
+
+The files that only grow (results.csv, events.jsonl: GROWING) are kept between copies in RUN/.mirror/grown/ and
+extended by their new complete lines (`extend_copy`), then linked into the stage: a copy at epoch 300 stages
+what epoch 300 added, not the run's whole history. A file that was cut back (a resume drops the rows and events
+past its checkpoint) no longer extends its copy, and is copied whole once.
 
 In the stage every manifest waits as `weights/NAME.pt.json.next`; yolotui.mirror.push renames it into place
 at the target only after the checkpoint it describes is there and checked.
@@ -39,6 +44,9 @@ from yolotui.runs.layout import (
 
 MIRROR_DIR = ".mirror"  # in the run folder: the stage and the last copy's result
 SMALL_FILES = (RUN_YAML, OPT_YAML, HYP_YAML, RESULTS_CSV, EVENTS_JSONL)  # copied first; status.json last
+GROWING = (RESULTS_CSV, EVENTS_JSONL)  # append-only between resumes: sent by their new lines
+GROWN_DIR = "grown"  # RUN/.mirror/grown: the growing files as of the last copy
+CHECK_BYTES = 4096  # how much of a copy's start and end must match the file's for the copy to be extended
 CHECKPOINTS = (LAST_PT, BEST_PT)
 PENDING = ".next"
 MAX_MANIFEST_BYTES = 1 << 20
@@ -144,6 +152,51 @@ def copy_plain(source: Path, target: Path) -> bool:
     return True
 
 
+def extend_copy(source: Path, copy: Path) -> int | None:
+    """Make `copy` hold `source`'s complete lines (up to its last newline), writing only what `copy` lacks when
+    `copy` is a prefix of `source` (its first and last CHECK_BYTES compared), else rewriting it whole (atomically).
+    Returns the bytes written (0: already up to date), or None when `source` is absent. Never follows a link."""
+    from yolotui.runs.atomic import atomic_open
+
+    fd = _open_regular(source)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as reader:
+        size = os.fstat(reader.fileno()).st_size
+        have = _prefix_length(reader, copy, size)
+        reader.seek(have)
+        new = reader.read(size - have)
+    new = new[:new.rfind(b"\n") + 1]  # a line being written is sent with the next copy
+    if have and new:
+        with open(copy, "ab") as writer:  # one write: a copy cut short leaves at most part of these lines
+            writer.write(new)
+            writer.flush()
+            os.fsync(writer.fileno())
+    elif not have:
+        with atomic_open(copy, "wb") as writer:
+            writer.write(new)
+    return len(new)
+
+
+def _prefix_length(reader: Any, copy: Path, size: int) -> int:
+    """The length of `copy` when it is a prefix of the file `reader` reads (`size` bytes), else 0."""
+    try:
+        fd = os.open(copy, os.O_RDONLY | _NOFOLLOW)
+    except OSError:
+        return 0
+    with os.fdopen(fd, "rb") as held:
+        have = os.fstat(held.fileno()).st_size
+        if have == 0 or have > size or not stat.S_ISREG(os.fstat(held.fileno()).st_mode):
+            return 0
+        for start in {0, max(0, have - CHECK_BYTES)}:
+            length = min(CHECK_BYTES, have - start)
+            held.seek(start)
+            reader.seek(start)
+            if held.read(length) != reader.read(length):
+                return 0
+    return have
+
+
 def read_manifest(path: Path) -> tuple[dict[str, Any], bytes] | None:
     """A manifest (parsed, raw) read with a size bound; None when absent, unreadable or not a mapping."""
     fd = _open_regular(path)
@@ -211,6 +264,21 @@ def stage_checkpoint(run_dir: Path, name: str, stage: Path) -> StagedCheckpoint 
                         "the next checkpoint will be copied")
 
 
+def _stage_small(run_dir: Path, rel: str, stage: Path) -> bool:
+    """Stage one small file; a GROWING one through its kept copy (extended, then linked). False when absent."""
+    if rel not in GROWING:
+        return copy_plain(run_dir / rel, stage / rel)
+    grown = Path(run_dir) / MIRROR_DIR / GROWN_DIR / rel
+    grown.parent.mkdir(parents=True, exist_ok=True)
+    if extend_copy(Path(run_dir) / rel, grown) is None:
+        return False
+    try:
+        os.link(grown, stage / rel, follow_symlinks=False)
+    except OSError:
+        return copy_plain(grown, stage / rel)
+    return True
+
+
 def take(run_dir: Path, stage: Path | None = None) -> Snapshot:
     """Stage the run's essentials (see the module docstring); SnapshotError when they cannot be pinned."""
     run_dir = Path(run_dir)
@@ -225,7 +293,7 @@ def take(run_dir: Path, stage: Path | None = None) -> Snapshot:
                 (stage / staged.pending_rel).write_bytes(staged.manifest_bytes)
                 snapshot.checkpoints.append(staged)
         for rel in SMALL_FILES:
-            if copy_plain(run_dir / rel, stage / rel):
+            if _stage_small(run_dir, rel, stage):
                 snapshot.small.append(rel)
         snapshot.status = copy_plain(run_dir / STATUS_JSON, stage / STATUS_JSON)
     except BaseException:

@@ -1,7 +1,9 @@
 """A mirror in a local or mounted folder (a second disk, NFS, a bucket mounted with gcsfuse or mountpoint-s3).
 
 Each file is written to a temporary file beside its final name, flushed, fsynced and renamed over it
-(yolotui.runs.atomic); a copy cut short leaves `.NAME.XXXX.tmp`, which the next copy clears.
+(yolotui.runs.atomic); a copy cut short leaves `.NAME.XXXX.tmp`, which the next copy clears. The files that only
+grow (results.csv, events.jsonl) are extended by their new lines instead (yolotui.mirror.snapshot.extend_copy),
+so a copy costs what the run added since the last one, not its whole history.
 
 YOLOTUI_MIRROR_FAULT=full (a testing aid) makes every write fail as on a full disk, where a real full file
 system cannot be mounted for a test.
@@ -14,7 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
-from yolotui.mirror.snapshot import copy_plain, sha256_file
+from yolotui.mirror.snapshot import GROWING, copy_plain, extend_copy, sha256_file
 from yolotui.mirror.stores import MAX_SMALL_BYTES, CopyError, Store
 from yolotui.runs.atomic import atomic_open, fsync_dir
 
@@ -50,6 +52,9 @@ class LocalStore(Store):
             try:
                 if os.environ.get(FAULT_VAR) == "full":
                     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC) + f" ({FAULT_VAR})")
+                if rel in GROWING:
+                    extend_copy(Path(stage) / rel, self.root / rel)
+                    continue
                 with open(Path(stage) / rel, "rb") as reader, atomic_open(self.root / rel, "wb") as writer:
                     shutil.copyfileobj(reader, writer, 1 << 20)
             except OSError as exc:
