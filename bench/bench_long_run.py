@@ -1,5 +1,5 @@
 """A 300-epoch run against a 3-epoch one: every view's time, the dashboard's peak memory, resume's events work,
-the folder's size. Targets (docs/long-runs.md): the dashboard's first filled frame within 1.5x of the short run's
+a mirror copy after one more epoch, the folder's size. Targets (docs/long-runs.md): the dashboard's first filled frame within 1.5x of the short run's
 and its peak RSS within 64 MB of it; resume reads and writes O(one epoch) of events; events plus logs under 50 MB.
 
 The short run is a fixture run folder of the tests (tests/tui_fixtures.make_run, 3 epochs); the long one is a copy
@@ -135,6 +135,33 @@ def resume_work(run_dir: Path, epoch: int, env: dict[str, str], scratch: Path) -
     return float(seconds), int(rss), int(dropped)
 
 
+def mirror_copy(run_dir: Path, scratch: Path) -> tuple[float, int]:
+    """(seconds, bytes written to the growing files at the target: what they grew by when extended in place, their
+    whole size when replaced) of a mirror copy to a folder after one more epoch (the first copy made before; on
+    a copy of the run, in this process)."""
+    from yolotui.mirror.copy import copy_once
+
+    copy = scratch / f"mirror-run-{time.monotonic_ns()}" / run_dir.name
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns(".mirror"))
+    target = copy.parent / "mirror"
+    copy_once(copy, str(target))
+    kept = target / run_dir.name
+    before = {name: (kept / name).stat() for name in ("events.jsonl", "results.csv")}
+    with open(copy / "events.jsonl", "ab") as handle:
+        handle.write(b'{"type": "epoch", "epoch": 999999, "ts": 0}\n')
+    with open(copy / "results.csv", "ab") as handle:
+        handle.write(b"999999,0,0,0,0,0,0,0\n")
+    start = time.perf_counter()
+    copy_once(copy, str(target))
+    seconds = time.perf_counter() - start
+    written = 0
+    for name, old in before.items():
+        new = (kept / name).stat()
+        written += new.st_size - old.st_size if new.st_ino == old.st_ino else new.st_size
+    shutil.rmtree(copy.parent)
+    return seconds, written
+
+
 def same_views(run_dir: Path, epochs: int) -> str:
     """What the dashboard and the summary say of the long run, checked against what was written."""
     from yolotui.runs.summary import summarize
@@ -177,6 +204,9 @@ def main() -> None:
                 seconds, rss, _ = resume_work(run_dir, args.epochs - 1 if label == "long" else SHORT_EPOCHS, env, scratch)
                 rows[label].setdefault("resume events work (s)", []).append(seconds)
                 rows[label].setdefault("resume events peak RSS growth (MB)", []).append(rss / 1024)
+                seconds, written = mirror_copy(run_dir, scratch)
+                rows[label].setdefault("mirror copy after one more epoch (s)", []).append(seconds)
+                rows[label].setdefault("mirror bytes written for the growing files", []).append(written)
         print(f"| measure | 3-epoch run | {args.epochs}-epoch run | ratio |")
         print("| --- | --- | --- | --- |")
         for key in rows["short"]:
