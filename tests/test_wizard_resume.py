@@ -253,3 +253,14 @@ async def test_a_run_yaml_yolotui_wrote_asks_nothing(run_dir):
         await pilot.press("ctrl+s")
         assert await wait_until(pilot, lambda: app.results)
     assert launcher.calls == [["resume", "runs/exp"]]
+
+
+def test_an_exec_runs_doctor_says_its_resume_reruns_the_command(tmp_path):
+    from yolotui.jobs.doctor import diagnose_run
+    from yolotui.runs.runconfig import write_run_config
+
+    run = make_plain_run(tmp_path / "wiz")
+    write_run_config(run, {"name": "wiz", "backend": "exec", "command": ["python", "t.py"], "env": {}})
+    diagnosis = diagnose_run(run, environment=False, logind=False)
+    assert diagnosis.recommended == "restart"
+    assert "`yolotui resume wiz` reruns its command unchanged" in diagnosis.advice

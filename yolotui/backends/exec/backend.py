@@ -67,6 +67,14 @@ class ExecBackend(Backend):
                            first=("resume", "run its command again, unchanged (an exec run's own resume, if any, "
                                             "is up to the command)"))
 
+    def doctor_advice(self, recommended: str, run_dir: Path, last: Any) -> tuple[str, str] | None:
+        """Without a usable checkpoint, the way to start again is its own resume: the command rerun unchanged."""
+        from yolotui.health.report import RESTART
+
+        if recommended != RESTART:
+            return None
+        return recommended, f"`yolotui resume {Path(run_dir).name}` reruns its command unchanged"
+
     def tensorboard_folders(self, run_dir: Path) -> list[tuple[Path, str]]:
         """An official trainer followed under exec (run.yaml's `official` record) writes its own event files where
         the official one does."""
