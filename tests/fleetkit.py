@@ -60,7 +60,7 @@ def start_fleet(tmp: Path, extra_env: dict[str, str] | None = None) -> Fleet:
     """sshd, the aliases, the homes and the local settings.yaml (see the module docstring)."""
     import yaml
 
-    sshd = start_sshd(tmp / "sshd")
+    sshd = start_sshd(tmp / "sshd", ("openssh-server",), why="the fleet tests (a private sshd as two hosts)")
     folder = tmp / "sshd"
     key = folder / "client_key"
     blocks = []

@@ -54,9 +54,11 @@ def _keygen(path: Path) -> None:
                    capture_output=True)
 
 
-def start_sshd(folder: Path) -> Sshd:
-    """Start sshd for the tests (see the module docstring); pytest.fail saying why it did not start."""
-    require("openssh-server", "rsync", root=True, why="the rsync-over-ssh mirror tests (a private sshd)")
+def start_sshd(folder: Path, packages: tuple[str, ...] = ("openssh-server", "rsync"),
+               why: str = "the rsync-over-ssh mirror tests (a private sshd)") -> Sshd:
+    """Start sshd for the tests (see the module docstring); pytest.fail saying why it did not start. `packages`
+    and `why`: what the calling tests need besides sshd, and what they are, for the skip's message."""
+    require(*packages, root=True, why=why)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     host_key, client_key = folder / "host_key", folder / "client_key"
