@@ -143,6 +143,9 @@ def test_extend_copy_writes_only_the_new_complete_lines_and_rewrites_a_cut_back_
     assert source.stat().st_size > copy.stat().st_size  # cut back, then grown past the copy: not a prefix of it
     assert extend_copy(source, copy) == source.stat().st_size and copy.read_bytes() == source.read_bytes()
     assert copy.stat().st_ino != inode
+    big = b"".join(b'{"epoch": %d, "pad": "%s"}\n' % (i, b"w" * 1000) for i in range(3000))  # ~3 MB
+    source.write_bytes(big + b"p" * 100_000)  # and a 100 KB line still being written
+    assert extend_copy(source, copy) == len(big) and copy.read_bytes() == big
     link = tmp_path / "link.jsonl"
     link.symlink_to(source)
     with pytest.raises(UserError, match="plain file"):

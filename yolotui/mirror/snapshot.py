@@ -155,45 +155,69 @@ def copy_plain(source: Path, target: Path) -> bool:
 def extend_copy(source: Path, copy: Path) -> int | None:
     """Make `copy` hold `source`'s complete lines (up to its last newline), writing only what `copy` lacks when
     `copy` is a prefix of `source` (its first and last CHECK_BYTES compared), else rewriting it whole (atomically).
-    Returns the bytes written (0: already up to date), or None when `source` is absent. Never follows a link."""
+    Returns the bytes written (0: already up to date), or None when `source` is absent. Never follows a link;
+    reads and writes in blocks, whatever the file's size."""
     from yolotui.runs.atomic import atomic_open
 
     fd = _open_regular(source)
     if fd is None:
         return None
     with os.fdopen(fd, "rb") as reader:
-        size = os.fstat(reader.fileno()).st_size
-        have = _prefix_length(reader, copy, size)
-        reader.seek(have)
-        new = reader.read(size - have)
-    new = new[:new.rfind(b"\n") + 1]  # a line being written is sent with the next copy
-    if have and new:
-        with open(copy, "ab") as writer:  # one write: a copy cut short leaves at most part of these lines
-            writer.write(new)
-            writer.flush()
-            os.fsync(writer.fileno())
-    elif not have:
+        end = _last_line_end(reader, os.fstat(reader.fileno()).st_size)  # a line being written waits
+        try:
+            held = os.fdopen(os.open(copy, os.O_RDWR | _NOFOLLOW), "r+b")
+        except OSError:
+            held = None
+        if held is not None:
+            with held:
+                have = _prefix_length(reader, held, end)
+                if have:
+                    held.seek(0, os.SEEK_END)
+                    _copy_range(reader, have, end, held.write)
+                    held.flush()
+                    os.fsync(held.fileno())
+                    return end - have
         with atomic_open(copy, "wb") as writer:
-            writer.write(new)
-    return len(new)
+            _copy_range(reader, 0, end, writer.write)
+        return end
 
 
-def _prefix_length(reader: Any, copy: Path, size: int) -> int:
-    """The length of `copy` when it is a prefix of the file `reader` reads (`size` bytes), else 0."""
-    try:
-        fd = os.open(copy, os.O_RDONLY | _NOFOLLOW)
-    except OSError:
+def _last_line_end(reader: Any, size: int) -> int:
+    """The offset just past the last newline in the first `size` bytes (0 when there is none)."""
+    position = size
+    while position > 0:
+        start = max(0, position - (64 << 10))
+        reader.seek(start)
+        found = reader.read(position - start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        position = start
+    return 0
+
+
+def _copy_range(reader: Any, start: int, end: int, write: Any) -> None:
+    """Write bytes start..end of `reader` through `write`, in 1 MiB blocks."""
+    reader.seek(start)
+    while start < end:
+        block = reader.read(min(1 << 20, end - start))
+        if not block:
+            raise OSError(f"the file shrank while it was copied (at byte {start} of {end})")
+        write(block)
+        start += len(block)
+
+
+def _prefix_length(reader: Any, held: Any, end: int) -> int:
+    """The length of the open copy `held` when it is a prefix of the first `end` bytes `reader` reads, else 0."""
+    status = os.fstat(held.fileno())
+    have = status.st_size
+    if have == 0 or have > end or not stat.S_ISREG(status.st_mode):
         return 0
-    with os.fdopen(fd, "rb") as held:
-        have = os.fstat(held.fileno()).st_size
-        if have == 0 or have > size or not stat.S_ISREG(os.fstat(held.fileno()).st_mode):
+    for start in {0, max(0, have - CHECK_BYTES)}:
+        length = min(CHECK_BYTES, have - start)
+        held.seek(start)
+        reader.seek(start)
+        if held.read(length) != reader.read(length):
             return 0
-        for start in {0, max(0, have - CHECK_BYTES)}:
-            length = min(CHECK_BYTES, have - start)
-            held.seek(start)
-            reader.seek(start)
-            if held.read(length) != reader.read(length):
-                return 0
     return have
 
 
