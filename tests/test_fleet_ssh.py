@@ -289,3 +289,42 @@ def test_a_remote_runs_resume_wizard_runs_on_its_host_and_resumes_it(fleet, tmp_
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=20)
         yolotui(fleet, "stop", "hostb:wiz", check=False)
+
+
+@needs("tmux")
+def test_r_on_a_remote_row_hands_the_real_terminal_to_the_hosts_wizard(fleet, tmp_path):
+    """The TUI suspends and gives `ssh -t` the terminal itself (its stdout and stderr otherwise go to tui.log):
+    the host's wizard is drawn on the screen, and closing it brings the home screen back."""
+    yolotui(fleet, "exec", "--host", "hostb", "--name", "far", "--project", str(tmp_path / "runs"), "--",
+            sys.executable, "-c", "import time; time.sleep(60)")
+    yolotui(fleet, "stop", "hostb:far")
+    socket_name = f"yolotui-suspend-{os.getpid()}"
+    tmux = ["tmux", "-L", socket_name, "-f", "/dev/null"]
+    env_args = [a for k in ("PYTHONPATH", "YOLOTUI_HOME", "YOLOTUI_SSH_CONFIG", "XDG_RUNTIME_DIR")
+                for a in ("-e", f"{k}={fleet.env[k]}")]
+    script = f"{shlex.quote(sys.executable)} -m yolotui; echo TUI-EXIT=$?; sleep 60"
+    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "30", "-s", "t", *env_args, "sh", "-c", script],
+                   check=True, timeout=20)
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p", "-J", "-t", "t"], capture_output=True, text=True,
+                              timeout=20).stdout
+
+    def until(condition, timeout: float) -> None:
+        try:
+            wait_for(condition, timeout=timeout)
+        except AssertionError as exc:
+            tui_log = Path(fleet.env["YOLOTUI_HOME"]) / "tui.log"
+            tail = tui_log.read_text(errors="replace")[-2000:] if tui_log.exists() else "(none)"
+            raise AssertionError(f"{exc}; the pane:\n{screen()}\ntui.log:\n{tail}") from None
+
+    try:
+        until(lambda: "hostb:far" in screen() and "stopped" in screen(), 90)  # the home screen, the remote row
+        subprocess.run([*tmux, "send-keys", "-t", "t", "R"], check=True, timeout=20)
+        until(lambda: "╭─ resume" in screen() and "run its command again" in screen(), 90)  # drawn by hostb
+        subprocess.run([*tmux, "send-keys", "-t", "t", "Escape"], check=True, timeout=20)
+        until(lambda: "╭─ resume" not in screen() and "hostb:far" in screen(), 60)  # back home
+        subprocess.run([*tmux, "send-keys", "-t", "t", "q"], check=True, timeout=20)
+        until(lambda: "TUI-EXIT=0" in screen(), 60)
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=20)

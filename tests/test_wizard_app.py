@@ -107,7 +107,7 @@ async def test_dashboard_keys_checkpoint_copy_and_log(runs, monkeypatch):
         (run_dir / "train.log").write_text("epoch 1\n")
         monkeypatch.setenv("PAGER", "most -s")
         monkeypatch.setattr(app, "suspend", contextlib.nullcontext)  # headless: nothing to hand the terminal to
-        monkeypatch.setattr(app, "run_pager", lambda argv: paged.append(argv) or 0)
+        monkeypatch.setattr(app, "run_in_terminal", lambda argv: paged.append(argv) or 0)
         await pilot.press("l")
         await pilot.pause(0.05)
         assert paged == [["most", "-s", str(run_dir / "train.log")]]

@@ -159,15 +159,16 @@ class RunActionsMixin:
         argv = pager_argv(log)
         try:
             with self.suspend():
-                self.run_pager(argv)
+                self.run_in_terminal(argv)
         except SuspendNotSupported:
             self.notify(f"cannot hand the terminal to a pager here; run: yolotui logs {shlex.quote(str(run_dir))}",
                         severity="warning", timeout=6)
         except OSError as exc:
             self.notify(f"{argv[0]}: {exc}; set $PAGER", severity="error", timeout=6)
 
-    def run_pager(self, argv: list[str]) -> int:
-        """Run the pager in the terminal (no shell) and wait for it: the one child given the terminal."""
+    def run_in_terminal(self, argv: list[str]) -> int:
+        """Run `argv` on the real terminal (no shell) and wait for it, the app suspended: the children given the
+        terminal (a pager; a remote dashboard or wizard over ssh -t). Every other child writes to tui.log."""
         from yolotui.tui.terminal import terminal_streams
 
         stdout, stderr = terminal_streams()

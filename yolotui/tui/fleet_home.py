@@ -109,8 +109,6 @@ class FleetHomeMixin:
     def _remote_screen(self: Any, host, name: str, wizard: str | None = None) -> None:
         """The run's dashboard (or `wizard`) as the host's yolotui draws it, in this terminal over `ssh -t`; this
         TUI is suspended meanwhile and comes back when it ends."""
-        import subprocess
-
         from textual.app import SuspendNotSupported
 
         from yolotui.fleet.ssh import attach_argv, ssh_argv
@@ -118,7 +116,7 @@ class FleetHomeMixin:
         argv = attach_argv(name, wizard=wizard)
         try:
             with self.app.suspend():
-                code = subprocess.call(ssh_argv(host, argv, tty=True))
+                code = self.app.run_in_terminal(ssh_argv(host, argv, tty=True))
         except SuspendNotSupported:
             shown = " ".join([argv[0], f"{host.name}:{name}", *argv[2:]])
             self.notify(f"run in a terminal: yolotui {shown}", severity="warning")

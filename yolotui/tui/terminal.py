@@ -17,8 +17,9 @@ terminal:
   like a stray newline.
 
 On the way out everything is put back, so the farewell line and error messages reach the terminal. Where
-neither stream is a terminal (`yolotui serve` talks to its browser over stdout) nothing is changed. A pager
-is the one child that must get the terminal: it takes `terminal_streams()` explicitly. The log is rotated when
+neither stream is a terminal (`yolotui serve` talks to its browser over stdout) nothing is changed. The
+children that must draw on the terminal (a pager; another host's dashboard or wizard over `ssh -t`) take
+`terminal_streams()` explicitly (the app's `run_in_terminal`). The log is rotated when
 the TUI starts (see MAX_LOG_BYTES), not while it runs.
 """
 
@@ -61,7 +62,7 @@ def open_log(path: Path) -> IO[str]:
 
 
 def terminal_streams() -> tuple[Any, Any]:
-    """(stdout, stderr) of the real terminal, for the one child that must draw on it (a pager)."""
+    """(stdout, stderr) of the real terminal, for the children that must draw on it (a pager, `ssh -t`)."""
     return sys.__stdout__, sys.__stderr__
 
 
