@@ -221,73 +221,86 @@ def test_stop_on_an_unreachable_host_says_so_and_runs_nothing(fleet, tmp_path):
     assert done.returncode == 255 and "dead (dead) unreachable over ssh; nothing was run there" in done.stderr
 
 
-@needs("tmux")
-def test_attach_host_run_opens_the_remote_dashboard_and_a_cut_link_leaves_the_run_running(fleet, tmp_path):
-    yolotui(fleet, "exec", "--host", "hostb", "--name", "dash", "--project", str(tmp_path / "runs"), "--",
-            sys.executable, "-c", "import time; time.sleep(60)")
-    socket_name = f"yolotui-fleet-{os.getpid()}"
-    tmux = ["tmux", "-L", socket_name, "-f", "/dev/null"]
-    env_args = [a for k in ("PYTHONPATH", "YOLOTUI_HOME", "YOLOTUI_SSH_CONFIG", "XDG_RUNTIME_DIR")
-                for a in ("-e", f"{k}={fleet.env[k]}")]
-    script = f"{shlex.quote(sys.executable)} -m yolotui attach hostb:dash; echo ATTACH-EXIT=$?; sleep 60"
-    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "30", "-s", "t", *env_args, "sh", "-c", script],
-                   check=True, timeout=20)
+class Pane:
+    """`yolotui ARGS` in a 120x30 pane of a private tmux server (its own -L socket) with the fleet's environment;
+    what the command exits with is printed as `EXIT=N`, and the pane stays."""
 
-    def screen() -> str:
-        return subprocess.run([*tmux, "capture-pane", "-p", "-J", "-t", "t"], capture_output=True, text=True,
+    def __init__(self, fleet, *args: str) -> None:
+        self.fleet = fleet
+        self.tmux = ["tmux", "-L", f"yolotui-fleet-{os.getpid()}", "-f", "/dev/null"]
+        env_args = [a for k in ("PYTHONPATH", "YOLOTUI_HOME", "YOLOTUI_SSH_CONFIG", "XDG_RUNTIME_DIR")
+                    for a in ("-e", f"{k}={fleet.env[k]}")]
+        script = f"{shlex.join([sys.executable, '-m', 'yolotui', *args])}; echo EXIT=$?; sleep 60"
+        subprocess.run([*self.tmux, "new-session", "-d", "-x", "120", "-y", "30", "-s", "t", *env_args, "sh", "-c",
+                        script], check=True, timeout=20)
+
+    def screen(self) -> str:
+        """The pane's text now."""
+        return subprocess.run([*self.tmux, "capture-pane", "-p", "-J", "-t", "t"], capture_output=True, text=True,
                               timeout=20).stdout
 
+    def keys(self, *keys: str) -> None:
+        """Type `keys` (tmux key names)."""
+        subprocess.run([*self.tmux, "send-keys", "-t", "t", *keys], check=True, timeout=20)
+
+    def until(self, condition, timeout: float) -> None:
+        """Wait for `condition`; on a timeout, fail showing the pane and the end of the TUI's log."""
+        try:
+            wait_for(condition, timeout=timeout)
+        except AssertionError as exc:
+            tui_log = Path(self.fleet.env["YOLOTUI_HOME"]) / "tui.log"
+            tail = tui_log.read_text(errors="replace")[-2000:] if tui_log.exists() else "(none)"
+            raise AssertionError(f"{exc}; the pane:\n{self.screen()}\ntui.log:\n{tail}") from None
+
+    def close(self) -> None:
+        """Stop the tmux server and what runs in it."""
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True, timeout=20)
+
+
+def stopped_exec_run(fleet, tmp_path, name: str, stop: bool = True) -> None:
+    """An exec run on hostb (a sleep), stopped unless `stop` is False."""
+    yolotui(fleet, "exec", "--host", "hostb", "--name", name, "--project", str(tmp_path / "runs"), "--",
+            sys.executable, "-c", "import time; time.sleep(60)")
+    if stop:
+        yolotui(fleet, "stop", f"hostb:{name}")
+
+
+@needs("tmux")
+def test_attach_host_run_opens_the_remote_dashboard_and_a_cut_link_leaves_the_run_running(fleet, tmp_path):
+    stopped_exec_run(fleet, tmp_path, "dash", stop=False)
+    pane = Pane(fleet, "attach", "hostb:dash")
     try:
-        assert wait_for(lambda: "dash" in screen() and "running" in screen(), timeout=90)  # the remote dashboard
+        pane.until(lambda: "dash" in pane.screen() and "running" in pane.screen(), 90)  # the remote dashboard
         kill_ssh_connections(fleet)
-        assert wait_for(lambda: "ATTACH-EXIT=255" in screen(), timeout=60)
-        assert "the run goes on there: attach again with `yolotui attach hostb:dash`" in screen()
-        assert "Resume" not in screen()  # the dead dashboard's screen was cleared (alternate screen left)
+        pane.until(lambda: "EXIT=255" in pane.screen(), 60)
+        assert "the run goes on there: attach again with `yolotui attach hostb:dash`" in pane.screen()
+        assert "Resume" not in pane.screen()  # the dead dashboard's screen was cleared (alternate screen left)
         assert remote_state(fleet, "hostb", "dash") == "running"
         yolotui(fleet, "stop", "hostb:dash")
     finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=20)
+        pane.close()
 
 
 @needs("tmux")
 def test_a_remote_runs_resume_wizard_runs_on_its_host_and_resumes_it(fleet, tmp_path):
     """R on a remote row opens `yolotui attach RUN --wizard resume` on the host over ssh -t: the host's own wizard,
     reading its checkpoints there; its launch resumes the run there and shows the resumed run's dashboard."""
-    yolotui(fleet, "exec", "--host", "hostb", "--name", "wiz", "--project", str(tmp_path / "runs"), "--",
-            sys.executable, "-c", "import time; time.sleep(60)")
-    yolotui(fleet, "stop", "hostb:wiz")
-    socket_name = f"yolotui-wizard-{os.getpid()}"
-    tmux = ["tmux", "-L", socket_name, "-f", "/dev/null"]
-    env_args = [a for k in ("PYTHONPATH", "YOLOTUI_HOME", "YOLOTUI_SSH_CONFIG", "XDG_RUNTIME_DIR")
-                for a in ("-e", f"{k}={fleet.env[k]}")]
-    script = (f"{shlex.quote(sys.executable)} -m yolotui attach hostb:wiz --wizard resume; echo ATTACH-EXIT=$?; "
-              "sleep 60")
-    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "30", "-s", "t", *env_args, "sh", "-c", script],
-                   check=True, timeout=20)
-
-    def screen() -> str:
-        return subprocess.run([*tmux, "capture-pane", "-p", "-J", "-t", "t"], capture_output=True, text=True,
-                              timeout=20).stdout
-
-    def until(condition, timeout: float) -> None:
-        try:
-            wait_for(condition, timeout=timeout)
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}; the pane:\n{screen()}") from None
-
+    stopped_exec_run(fleet, tmp_path, "wiz")
+    pane = Pane(fleet, "attach", "hostb:wiz", "--wizard", "resume")
     try:
         # drawn: the wizard's frame on line 1 (a modal over the host's runs table) and the exec backend's choice
-        until(lambda: "╭─ resume" in screen().partition("\n")[0] and "run its command again" in screen(), 90)
+        pane.until(lambda: "╭─ resume" in pane.screen().partition("\n")[0]
+                   and "run its command again" in pane.screen(), 90)
         assert remote_state(fleet, "hostb", "wiz") == "stopped"
-        subprocess.run([*tmux, "send-keys", "-t", "t", "C-s"], check=True, timeout=20)
-        until(lambda: remote_state(fleet, "hostb", "wiz") == "running", 90)
-        until(lambda: screen().lstrip().startswith("wiz") and "running" in screen().splitlines()[0],
-              60)  # the resumed run's dashboard, drawn on the host
-        subprocess.run([*tmux, "send-keys", "-t", "t", "q"], check=True, timeout=20)
-        until(lambda: "ATTACH-EXIT=0" in screen(), 60)
+        pane.keys("C-s")
+        pane.until(lambda: remote_state(fleet, "hostb", "wiz") == "running", 90)
+        pane.until(lambda: pane.screen().lstrip().startswith("wiz") and "running" in pane.screen().splitlines()[0],
+                   60)  # the resumed run's dashboard, drawn on the host
+        pane.keys("q")
+        pane.until(lambda: "EXIT=0" in pane.screen(), 60)
         assert remote_state(fleet, "hostb", "wiz") == "running"  # quitting the dashboard left the run going
     finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=20)
+        pane.close()
         yolotui(fleet, "stop", "hostb:wiz", check=False)
 
 
@@ -295,36 +308,15 @@ def test_a_remote_runs_resume_wizard_runs_on_its_host_and_resumes_it(fleet, tmp_
 def test_r_on_a_remote_row_hands_the_real_terminal_to_the_hosts_wizard(fleet, tmp_path):
     """The TUI suspends and gives `ssh -t` the terminal itself (its stdout and stderr otherwise go to tui.log):
     the host's wizard is drawn on the screen, and closing it brings the home screen back."""
-    yolotui(fleet, "exec", "--host", "hostb", "--name", "far", "--project", str(tmp_path / "runs"), "--",
-            sys.executable, "-c", "import time; time.sleep(60)")
-    yolotui(fleet, "stop", "hostb:far")
-    socket_name = f"yolotui-suspend-{os.getpid()}"
-    tmux = ["tmux", "-L", socket_name, "-f", "/dev/null"]
-    env_args = [a for k in ("PYTHONPATH", "YOLOTUI_HOME", "YOLOTUI_SSH_CONFIG", "XDG_RUNTIME_DIR")
-                for a in ("-e", f"{k}={fleet.env[k]}")]
-    script = f"{shlex.quote(sys.executable)} -m yolotui; echo TUI-EXIT=$?; sleep 60"
-    subprocess.run([*tmux, "new-session", "-d", "-x", "120", "-y", "30", "-s", "t", *env_args, "sh", "-c", script],
-                   check=True, timeout=20)
-
-    def screen() -> str:
-        return subprocess.run([*tmux, "capture-pane", "-p", "-J", "-t", "t"], capture_output=True, text=True,
-                              timeout=20).stdout
-
-    def until(condition, timeout: float) -> None:
-        try:
-            wait_for(condition, timeout=timeout)
-        except AssertionError as exc:
-            tui_log = Path(fleet.env["YOLOTUI_HOME"]) / "tui.log"
-            tail = tui_log.read_text(errors="replace")[-2000:] if tui_log.exists() else "(none)"
-            raise AssertionError(f"{exc}; the pane:\n{screen()}\ntui.log:\n{tail}") from None
-
+    stopped_exec_run(fleet, tmp_path, "far")
+    pane = Pane(fleet)
     try:
-        until(lambda: "hostb:far" in screen() and "stopped" in screen(), 90)  # the home screen, the remote row
-        subprocess.run([*tmux, "send-keys", "-t", "t", "R"], check=True, timeout=20)
-        until(lambda: "╭─ resume" in screen() and "run its command again" in screen(), 90)  # drawn by hostb
-        subprocess.run([*tmux, "send-keys", "-t", "t", "Escape"], check=True, timeout=20)
-        until(lambda: "╭─ resume" not in screen() and "hostb:far" in screen(), 60)  # back home
-        subprocess.run([*tmux, "send-keys", "-t", "t", "q"], check=True, timeout=20)
-        until(lambda: "TUI-EXIT=0" in screen(), 60)
+        pane.until(lambda: "hostb:far" in pane.screen() and "stopped" in pane.screen(), 90)  # home, the remote row
+        pane.keys("R")
+        pane.until(lambda: "╭─ resume" in pane.screen() and "run its command again" in pane.screen(), 90)
+        pane.keys("Escape")
+        pane.until(lambda: "╭─ resume" not in pane.screen() and "hostb:far" in pane.screen(), 60)  # back home
+        pane.keys("q")
+        pane.until(lambda: "EXIT=0" in pane.screen(), 60)
     finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True, timeout=20)
+        pane.close()

@@ -27,40 +27,44 @@ def alone(run_dir, wizard: str, launcher=None) -> YolotuiApp:
     return app
 
 
-async def test_the_resume_wizard_alone_quits_on_cancel(tmp_path, monkeypatch):
+async def resume_wizard_up(pilot) -> None:
+    """Wait until the resume wizard shows its diagnosis and choices."""
+    app = pilot.app
+    assert await wait_until(pilot, lambda: isinstance(app.screen, ResumeWizard) and app.screen.facts is not None)
+    await pilot.pause()
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    run = make_plain_run(tmp_path / "runs" / "exp")
+    return make_plain_run(tmp_path / "runs" / "exp")
+
+
+async def test_the_resume_wizard_alone_quits_on_cancel(run):
     app = alone(run, "resume")
     async with app.run_test(size=(120, 40)) as pilot:
-        assert await wait_until(pilot, lambda: isinstance(app.screen, ResumeWizard))
-        assert await wait_until(pilot, lambda: app.screen.facts is not None)
+        await resume_wizard_up(pilot)
         await pilot.press("escape")
         assert await wait_until(pilot, lambda: app._exit)
     assert app.return_value == 0 and app.launcher.calls == []
 
 
-async def test_a_launch_opens_the_run_dashboard_instead_of_quitting(tmp_path, monkeypatch):
+async def test_a_launch_opens_the_run_dashboard_instead_of_quitting(run):
     from yolotui.tui.screens.dashboard import DashboardScreen
 
-    monkeypatch.chdir(tmp_path)
-    run = make_plain_run(tmp_path / "runs" / "exp")
     app = alone(run, "resume")
     async with app.run_test(size=(120, 40)) as pilot:
-        assert await wait_until(pilot, lambda: isinstance(app.screen, ResumeWizard) and app.screen.facts is not None)
-        await pilot.pause()
+        await resume_wizard_up(pilot)
         await pilot.press("ctrl+s")
         assert await wait_until(pilot, lambda: isinstance(app.screen, DashboardScreen))
         assert not app._exit
         assert app.launcher.calls and app.launcher.calls[0][:2] == ["resume", "runs/exp"]  # shown relative to cwd
 
 
-async def test_fine_tune_instead_hands_over_and_its_cancel_quits(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    run = make_plain_run(tmp_path / "runs" / "exp")
+async def test_fine_tune_instead_hands_over_and_its_cancel_quits(run):
     app = alone(run, "resume")
     async with app.run_test(size=(120, 40)) as pilot:
-        assert await wait_until(pilot, lambda: isinstance(app.screen, ResumeWizard) and app.screen.facts is not None)
-        await pilot.pause()
+        await resume_wizard_up(pilot)
         app.screen.select(FINETUNE)
         await pilot.press("ctrl+s")
         assert await wait_until(pilot, lambda: isinstance(app.screen, FinetuneWizard))
@@ -70,9 +74,7 @@ async def test_fine_tune_instead_hands_over_and_its_cancel_quits(tmp_path, monke
         assert await wait_until(pilot, lambda: app._exit)
 
 
-async def test_the_fine_tune_wizard_alone_and_a_missing_folder(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    run = make_plain_run(tmp_path / "runs" / "exp")
+async def test_the_fine_tune_wizard_alone_and_a_missing_folder(run, tmp_path):
     app = alone(run, "finetune")
     async with app.run_test(size=(120, 40)) as pilot:
         assert await wait_until(pilot, lambda: isinstance(app.screen, FinetuneWizard))
