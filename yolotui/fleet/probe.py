@@ -14,7 +14,7 @@ from yolotui.fleet.ssh import NOT_FOUND, QUERY_TIMEOUT_S, call
 INSTALL_HINT = "pip install yolotui (or give its path: yolotui hosts add NAME TARGET --yolotui ~/venv/bin/yolotui)"
 # The remote commands the fleet relies on, and the yolotui version that first had each.
 NEEDS = {"ls --json": (0, 1, 0), "stop": (0, 1, 0), "resume --json": (0, 1, 0), "train --json": (0, 1, 0),
-         "watch --json": (0, 1, 0)}
+         "watch --json": (0, 1, 0), "attach --wizard": (0, 1, 0)}
 
 
 @dataclass
