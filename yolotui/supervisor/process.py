@@ -177,6 +177,10 @@ class Supervisor(StopHandling, TrainerChildren, QueueWait, SpotHandling, Attempt
             self.status.exit_signal = record.get("exit_signal")
         if self.stop is not None:
             self.status.stop = dict(self.stop)
+        try:  # honoured or moot: gone before the status says the run ended (a stop waits for that status)
+            (self.run_dir / STOP_REQUEST).unlink()
+        except OSError:
+            pass
         self.save()
         self.spot_finish()  # the mirror's last copy, with the final status.json
         self.save()
