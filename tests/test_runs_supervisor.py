@@ -247,3 +247,17 @@ def test_supervisor_records_a_bad_run_yaml_as_failed(tmp_path, cli_env):
     final = read_status(run_dir)
     assert final.state == "failed" and "run.yaml" in final.message and "line" in final.message
     assert not lock.is_held(run_dir)
+
+
+def test_stop_returns_once_the_supervisor_let_go_so_a_resume_can_follow(tmp_path, yolotui_home):
+    """A stop that returned while the supervisor still sent its last notification (or made the mirror's last copy)
+    left `yolotui stop X && yolotui resume X` to meet a run 'live, owned by the supervisor of X'."""
+    from spotkit import write_settings
+
+    write_settings(yolotui_home, {"notify": {"command": f"{PY} -c \"import time; time.sleep(3)\"", "timeout_s": 10}})
+    run_dir = start(tmp_path, [PY, "-c", "import time; print('ready', flush=True); time.sleep(100)"])
+    wait_running(run_dir)
+    result = stop(run_dir, grace_s=10)
+    assert result.state == "stopped"
+    fd = lock.claim(run_dir, "a resume right after the stop")  # RunBusy before: the hook was still running
+    lock.release(fd)

@@ -195,6 +195,15 @@ def _withdraw_request(run_dir: Path) -> None:
             pass
 
 
+def _wait_for_exit(run_dir: Path, supervisor_pid: int | None, deadline: float) -> None:
+    """Wait, until `deadline`, for the supervisor that recorded the run's end to let go of the run's lock: it
+    still makes the mirror's last copy and sends the last notification, and `stop && resume` needs the lock."""
+    while supervisor_pid and time.monotonic() < deadline and lock.is_held(run_dir):
+        if lock.owner_pid(run_dir) not in (None, supervisor_pid):
+            return  # another owner already (a resume that began meanwhile)
+        time.sleep(POLL_S)
+
+
 def _wait_for_startup(run_dir: Path, seconds: float = STARTUP_WAIT_S, status: RunStatus | None = None) -> bool:
     """True when a new owner takes the run's lock within `seconds` (a launch or resume was starting).
 
@@ -214,8 +223,9 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
          timeout_s: float | None = None) -> StopResult:
     """Stop a run: SIGTERM to its trainer's process group, SIGKILL after `grace_s` (at once with `force`).
 
-    With `wait`, returns once the run has ended (or `timeout_s`, default grace + 30 s, has passed) and
-    reports the signals sent; otherwise returns right after the request is written.
+    With `wait`, returns once the run has ended and its supervisor has let go of the run (the mirror's last copy
+    and the last notification made), or once `timeout_s` (default grace + 30 s) has passed, and reports the
+    signals sent; otherwise returns right after the request is written.
     """
     run_dir = Path(run_dir)
     check_grace(grace_s)
@@ -279,6 +289,7 @@ def stop(run_dir: Path, force: bool = False, grace_s: float = 30.0, *, wait: boo
     seconds = time.monotonic() - started
     if state not in LIVE_STATES:
         status = read_status(run_dir) or status  # the supervisor's final word, with its stop record
+        _wait_for_exit(run_dir, status.supervisor_pid if status is not None else None, deadline)
     record = (status.stop if status is not None else None) or {}
     term_sent = bool(record.get("term_sent")) or (direct_term is not None and not force)
     kill_sent = bool(record.get("kill_sent")) or direct_kill
