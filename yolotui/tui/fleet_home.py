@@ -118,7 +118,7 @@ class FleetHomeMixin:
             with self.app.suspend():
                 code = self.app.run_in_terminal(ssh_argv(host, argv, tty=True))
         except SuspendNotSupported:
-            shown = " ".join([argv[0], f"{host.name}:{name}", *argv[2:]])
+            shown = " ".join(attach_argv(f"{host.name}:{name}", wizard=wizard))  # the same, typed from here
             self.notify(f"run in a terminal: yolotui {shown}", severity="warning")
             return
         if code == 255:
